@@ -1,0 +1,5 @@
+"""mlc_lab: a small machine-learning compiler and the course material that teaches with it."""
+from . import ir, tir
+from .ir import IRModule
+
+__version__ = "0.1.0"

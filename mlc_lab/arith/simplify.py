@@ -1,0 +1,313 @@
+"""Arithmetic simplification of index expressions: constant folding, a canonical linear form
+(sum of coefficient * atom + constant), and floordiv/floormod/min/max/compare rules that use the
+bounds of the loop variables."""
+from __future__ import annotations
+
+import math
+
+from ..tir import dtype as dt
+from ..tir import expr as E
+from .bound import int_bound
+
+
+def simplify(e, var_ranges: dict | None = None):
+    """Simplify ``e`` (a PrimExpr); ``var_ranges`` maps Var -> Range for bound-based rules."""
+    if not isinstance(e, E.PrimExpr):
+        return e
+    return _Simplifier(var_ranges or {}).visit(e)
+
+
+def can_prove(cond, var_ranges: dict | None = None) -> bool:
+    """True when ``cond`` simplifies to the constant true under the given ranges."""
+    c = simplify(cond, var_ranges)
+    return isinstance(c, E.IntImm) and c.value == 1
+
+
+def atom_key(e) -> tuple:
+    """A hashable key for an expression that identifies variables and buffers by identity."""
+    from ..ir.node import Node
+    if isinstance(e, E.Var):
+        return ("var", id(e))
+    if type(e).__name__ == "Buffer":
+        return ("buffer", id(e))
+    if isinstance(e, tuple):
+        return tuple(atom_key(x) for x in e)
+    if isinstance(e, Node):
+        return (type(e).__name__,) + tuple(atom_key(v) for _, v in e.fields())
+    return (type(e).__name__, e)
+
+
+class _Linear:
+    """coefficient * atom terms (keyed by atom_key, in first-seen order) plus a constant."""
+    __slots__ = ("terms", "const")
+
+    def __init__(self, terms=None, const=0):
+        self.terms: dict = dict(terms or {})
+        self.const = const
+
+    def add(self, other: "_Linear", sign: int = 1) -> "_Linear":
+        out = _Linear(self.terms, self.const + sign * other.const)
+        for key, (atom, coef) in other.terms.items():
+            old = out.terms.get(key, (atom, 0))[1]
+            if old + sign * coef == 0:
+                out.terms.pop(key, None)
+            else:
+                out.terms[key] = (atom, old + sign * coef)
+        return out
+
+    def scale(self, c: int) -> "_Linear":
+        if c == 0:
+            return _Linear()
+        return _Linear({k: (a, coef * c) for k, (a, coef) in self.terms.items()}, self.const * c)
+
+    def split_by(self, c: int) -> tuple["_Linear", "_Linear"]:
+        """(part divisible by c, remainder part)."""
+        div, rest = _Linear(), _Linear()
+        for k, (a, coef) in self.terms.items():
+            (div if coef % c == 0 else rest).terms[k] = (a, coef)
+        div.const, rest.const = self.const - self.const % c, self.const % c
+        return div, rest
+
+
+class _Simplifier:
+    def __init__(self, var_ranges):
+        self.var_ranges = var_ranges
+
+    def visit(self, e):
+        method = getattr(self, "visit_" + type(e).__name__, None)
+        return method(e) if method else e
+
+    # -- helpers ---------------------------------------------------------------------------
+    def linear(self, e) -> _Linear:
+        if isinstance(e, E.IntImm) and dt.is_int(e.dtype):
+            return _Linear(const=e.value)
+        if isinstance(e, (E.Add, E.Sub)) and dt.is_int(e.dtype):
+            return self.linear(e.a).add(self.linear(e.b), 1 if isinstance(e, E.Add) else -1)
+        if isinstance(e, E.Mul) and dt.is_int(e.dtype):
+            la, lb = self.linear(e.a), self.linear(e.b)
+            if not lb.terms:
+                return la.scale(lb.const)
+            if not la.terms:
+                return lb.scale(la.const)
+        return _Linear({atom_key(e): (e, 1)})
+
+    def rebuild(self, lin: _Linear, dtype: str):
+        def term(atom, coef):
+            return atom if coef == 1 else E.Mul(atom, E.IntImm(dtype, coef))
+        out = None
+        for atom, coef in sorted(lin.terms.values(), key=lambda t: t[1] < 0):
+            if out is None:
+                out = term(atom, coef) if coef > 0 else E.Mul(atom, E.IntImm(dtype, coef))
+            elif coef > 0:
+                out = E.Add(out, term(atom, coef))
+            else:
+                out = E.Sub(out, term(atom, -coef))
+        if out is None:
+            return E.IntImm(dtype, lin.const)
+        if lin.const > 0:
+            out = E.Add(out, E.IntImm(dtype, lin.const))
+        elif lin.const < 0:
+            out = E.Sub(out, E.IntImm(dtype, -lin.const))
+        return out
+
+    def bound(self, e):
+        return int_bound(e, self.var_ranges)
+
+    def children(self, e):
+        return e.replace(**{name: self.visit(v) for name, v in e.fields()
+                            if isinstance(v, E.PrimExpr)})
+
+    # -- rules -----------------------------------------------------------------------------
+    def visit_Cast(self, e):
+        v = self.visit(e.value)
+        if v.dtype == e.dtype:
+            return v
+        if isinstance(v, (E.IntImm, E.FloatImm)) and dt.lanes(e.dtype) == 1:
+            return E.const(v.value if dt.is_float(e.dtype) else int(v.value), e.dtype)
+        return E.Cast(e.dtype, v)
+
+    def arith(self, e):
+        a, b = self.visit(e.a), self.visit(e.b)
+        if _is_const(a) and _is_const(b):
+            return _fold(type(e), a, b)
+        if dt.is_int(e.dtype) and dt.lanes(e.dtype) == 1:
+            return self.rebuild(self.linear(type(e)(a, b)), e.dtype)
+        if isinstance(e, E.Mul) and (_const_value(b) == 1 or _const_value(a) == 1):
+            return a if _const_value(b) == 1 else b
+        if isinstance(e, (E.Add, E.Sub)) and _const_value(b) == 0:
+            return a
+        return type(e)(a, b)
+
+    visit_Add = visit_Sub = visit_Mul = arith
+
+    def visit_Div(self, e):
+        a, b = self.visit(e.a), self.visit(e.b)
+        if _is_const(a) and _is_const(b) and _const_value(b) != 0:
+            return _fold(E.Div, a, b)
+        if _const_value(b) == 1:
+            return a
+        return E.Div(a, b)
+
+    visit_Mod = visit_Div
+
+    def visit_FloorDiv(self, e):
+        a, b = self.visit(e.a), self.visit(e.b)
+        c = _const_value(b)
+        if not dt.is_int(e.dtype) or not isinstance(c, int) or c <= 0:
+            return _fold(E.FloorDiv, a, b) if _is_const(a) and _is_const(b) and c else E.FloorDiv(a, b)
+        if c == 1:
+            return a
+        if isinstance(a, E.FloorDiv) and isinstance(_const_value(a.b), int) and _const_value(a.b) > 0:
+            return self.visit(E.FloorDiv(a.a, E.IntImm(e.dtype, c * _const_value(a.b))))
+        div, rest = self.linear(a).split_by(c)
+        quotient = _Linear({k: (at, coef // c) for k, (at, coef) in div.terms.items()}, div.const // c)
+        lo, hi = self.bound(self.rebuild(rest, e.dtype))
+        if lo is not None and hi is not None and lo // c == hi // c:
+            return self.rebuild(quotient.add(_Linear(const=lo // c)), e.dtype)
+        if not quotient.terms and quotient.const == 0:
+            return E.FloorDiv(self.rebuild(rest, e.dtype), b)
+        return E.Add(self.rebuild(quotient, e.dtype), E.FloorDiv(self.rebuild(rest, e.dtype), b)) \
+            if quotient.terms else self._plus_const(E.FloorDiv(self.rebuild(rest, e.dtype), b), quotient.const)
+
+    def _plus_const(self, e, k):
+        if k == 0:
+            return e
+        return E.Add(e, E.IntImm(e.dtype, k)) if k > 0 else E.Sub(e, E.IntImm(e.dtype, -k))
+
+    def visit_FloorMod(self, e):
+        a, b = self.visit(e.a), self.visit(e.b)
+        c = _const_value(b)
+        if not dt.is_int(e.dtype) or not isinstance(c, int) or c <= 0:
+            return _fold(E.FloorMod, a, b) if _is_const(a) and _is_const(b) and c else E.FloorMod(a, b)
+        if c == 1:
+            return E.IntImm(e.dtype, 0)
+        _, rest = self.linear(a).split_by(c)
+        r = self.rebuild(rest, e.dtype)
+        lo, hi = self.bound(r)
+        if lo is not None and hi is not None and lo // c == hi // c:
+            return self.rebuild(rest.add(_Linear(const=-(lo // c) * c)), e.dtype)
+        return E.FloorMod(r, b)
+
+    def minmax(self, e):
+        a, b = self.visit(e.a), self.visit(e.b)
+        if _is_const(a) and _is_const(b):
+            return _fold(type(e), a, b)
+        if dt.is_int(e.dtype):
+            lo, hi = self.bound(self.visit(E.Sub(a, b)))
+            take_a = isinstance(e, E.Min)
+            if hi is not None and hi <= 0:
+                return a if take_a else b
+            if lo is not None and lo >= 0:
+                return b if take_a else a
+        return type(e)(a, b)
+
+    visit_Min = visit_Max = minmax
+
+    def compare(self, e):
+        a, b = self.visit(e.a), self.visit(e.b)
+        if _is_const(a) and _is_const(b):
+            return _fold(type(e), a, b)
+        if dt.is_int(a.dtype) and dt.lanes(a.dtype) == 1:
+            diff = self.visit(E.Sub(a, b))
+            lo, hi = self.bound(diff)
+            verdict = _decide(type(e), lo, hi)
+            if verdict is not None:
+                return E.IntImm("bool", int(verdict))
+        return type(e)(a, b)
+
+    visit_LT = visit_LE = visit_GT = visit_GE = visit_EQ = visit_NE = compare
+
+    def visit_And(self, e):
+        a, b = self.visit(e.a), self.visit(e.b)
+        for x, y in ((a, b), (b, a)):
+            if _const_value(x) == 1:
+                return y
+            if _const_value(x) == 0 and isinstance(x, E.IntImm):
+                return E.IntImm("bool", 0)
+        return E.And(a, b)
+
+    def visit_Or(self, e):
+        a, b = self.visit(e.a), self.visit(e.b)
+        for x, y in ((a, b), (b, a)):
+            if _const_value(x) == 0 and isinstance(x, E.IntImm):
+                return y
+            if _const_value(x) == 1:
+                return E.IntImm("bool", 1)
+        return E.Or(a, b)
+
+    def visit_Not(self, e):
+        a = self.visit(e.a)
+        return E.IntImm("bool", 1 - a.value) if isinstance(a, E.IntImm) else E.Not(a)
+
+    def visit_Select(self, e):
+        c = self.visit(e.condition)
+        if isinstance(c, E.IntImm):
+            return self.visit(e.true_value if c.value else e.false_value)
+        return E.Select(c, self.visit(e.true_value), self.visit(e.false_value))
+
+    def visit_BufferLoad(self, e):
+        return E.BufferLoad(e.buffer, tuple(self.visit(i) for i in e.indices))
+
+    def visit_Call(self, e):
+        return E.Call(e.dtype, e.op, tuple(self.visit(a) for a in e.args))
+
+    def visit_Ramp(self, e):
+        return E.Ramp(self.visit(e.base), self.visit(e.stride), e.lanes)
+
+    def visit_Broadcast(self, e):
+        return E.Broadcast(self.visit(e.value), e.lanes)
+
+
+def _is_const(e) -> bool:
+    return isinstance(e, (E.IntImm, E.FloatImm))
+
+
+def _const_value(e):
+    return e.value if isinstance(e, (E.IntImm, E.FloatImm)) else None
+
+
+def _decide(op, lo, hi):
+    """Truth of ``diff op 0`` for diff in [lo, hi], or None when unknown."""
+    checks = {
+        E.LT: (hi is not None and hi < 0, lo is not None and lo >= 0),
+        E.LE: (hi is not None and hi <= 0, lo is not None and lo > 0),
+        E.GT: (lo is not None and lo > 0, hi is not None and hi <= 0),
+        E.GE: (lo is not None and lo >= 0, hi is not None and hi < 0),
+        E.EQ: (lo == hi == 0, (lo is not None and lo > 0) or (hi is not None and hi < 0)),
+        E.NE: ((lo is not None and lo > 0) or (hi is not None and hi < 0), lo == hi == 0),
+    }
+    true, false = checks[op]
+    return True if true else False if false else None
+
+
+def _fold(op, a, b):
+    x, y = a.value, b.value
+    dtype = a.dtype
+    if op in (E.LT, E.LE, E.GT, E.GE, E.EQ, E.NE):
+        result = {E.LT: x < y, E.LE: x <= y, E.GT: x > y, E.GE: x >= y, E.EQ: x == y, E.NE: x != y}[op]
+        return E.IntImm("bool", int(result))
+    if op is E.Add:
+        v = x + y
+    elif op is E.Sub:
+        v = x - y
+    elif op is E.Mul:
+        v = x * y
+    elif op is E.Div:
+        v = x / y if dt.is_float(dtype) else int(x / y) if y else None
+        if dt.is_int(dtype) and y:
+            v = abs(x) // abs(y) * (1 if (x >= 0) == (y > 0) else -1)
+    elif op is E.Mod:
+        v = math.fmod(x, y) if dt.is_float(dtype) else x - y * (abs(x) // abs(y) * (1 if (x >= 0) == (y > 0) else -1))
+    elif op is E.FloorDiv:
+        v = x // y if dt.is_int(dtype) else math.floor(x / y)
+    elif op is E.FloorMod:
+        v = x % y
+    elif op is E.Min:
+        v = min(x, y)
+    elif op is E.Max:
+        v = max(x, y)
+    else:
+        return op(a, b)
+    if v is None:
+        return op(a, b)
+    return E.const(v, dtype)

@@ -1,0 +1,163 @@
+"""Analyses of the loop IR: which buffer regions a block reads and writes."""
+from __future__ import annotations
+
+from ..arith import simplify
+from ..arith.simplify import _Linear, _Simplifier
+from ..arith.bound import int_bound
+from . import expr as E
+from . import stmt as S
+from .buffer import Buffer
+
+
+def block_access_regions(block: S.Block) -> tuple[tuple, tuple]:
+    """(reads, writes) of ``block`` as BufferRegions, inferred from its body and init.
+
+    Indices that use loops inside the block are relaxed over those loops' ranges; several
+    accesses to one buffer are merged into their bounding box. Buffers the block allocates are
+    left out, and in a reduction block (one with ``init``) the reduction buffer is only a write.
+    """
+    collector = _AccessCollector()
+    collector.visit(block.body, {})
+    if block.init is not None:
+        collector.visit(block.init, {})
+    own = {id(b) for b in block.alloc_buffers}
+    written = {id(b) for b, _ in collector.writes}
+    reads = [(b, r) for b, r in collector.reads
+             if id(b) not in own and not (block.init is not None and id(b) in written)]
+    writes = [(b, r) for b, r in collector.writes if id(b) not in own]
+    return _merge(reads), _merge(writes)
+
+
+class _AccessCollector:
+    """Collects (buffer, [(min, extent) per dim]) for every load and store, relaxing inner loops."""
+
+    def __init__(self):
+        self.reads: list = []
+        self.writes: list = []
+
+    def visit(self, node, inner: dict) -> None:
+        if isinstance(node, E.BufferLoad):
+            self.reads.append((node.buffer, relax_indices(node.indices, inner)))
+            for i in node.indices:
+                self.visit(i, inner)
+        elif isinstance(node, S.BufferStore):
+            self.visit(node.value, inner)
+            for i in node.indices:
+                self.visit(i, inner)
+            self.writes.append((node.buffer, relax_indices(node.indices, inner)))
+        elif isinstance(node, S.For):
+            self.visit(node.body, {**inner, node.loop_var: S.Range(node.min, node.extent)})
+        elif isinstance(node, S.BlockRealize):
+            self.visit_nested_block(node, inner)
+        elif isinstance(node, (tuple, list)):
+            for x in node:
+                self.visit(x, inner)
+        elif hasattr(node, "fields") and not isinstance(node, (E.Var, Buffer)):
+            for _, v in node.fields():
+                self.visit(v, inner)
+
+    def visit_nested_block(self, realize: S.BlockRealize, inner: dict) -> None:
+        block = realize.block
+        binding = {iv.var: val for iv, val in zip(block.iter_vars, realize.iter_values)}
+        for target, regions in ((self.reads, block.reads), (self.writes, block.writes)):
+            for region in regions:
+                lo_hi = []
+                for rng in region.region:
+                    lo = _substitute(rng.min, binding)
+                    hi = _substitute(rng.min + rng.extent - 1, binding)
+                    lo_hi.append((relax_bound(lo, inner, lower=True), relax_bound(hi, inner, lower=False)))
+                target.append((region.buffer, [(lo, simplify(hi - lo + 1)) for lo, hi in lo_hi]))
+        for v in realize.iter_values:
+            self.visit(v, inner)
+
+
+def relax_indices(indices, inner: dict) -> list:
+    """[(min, extent)] per index once the loop variables in ``inner`` range over their domains."""
+    out = []
+    for idx in indices:
+        lo = relax_bound(idx, inner, lower=True)
+        hi = relax_bound(idx, inner, lower=False)
+        out.append((lo, simplify(hi - lo + 1)) if lo is not None and hi is not None else (None, None))
+    return out
+
+
+def relax_bound(e, inner: dict, lower: bool):
+    """The least (or greatest) value of ``e`` over the loops in ``inner``, as an expression in
+    the remaining variables; None when it cannot be expressed."""
+    if not inner or not _uses_any(e, inner):
+        return simplify(e)
+    lin = _Simplifier({}).linear(simplify(e))
+    kept = _Linear(const=lin.const)
+    for key, (atom, coef) in lin.terms.items():
+        if not _uses_any(atom, inner):
+            kept.terms[key] = (atom, coef)
+            continue
+        lo, hi = int_bound(atom, inner)
+        if lo is None or hi is None:
+            return None
+        kept.const += coef * (lo if (coef > 0) == lower else hi)
+    return _Simplifier({}).rebuild(kept, e.dtype)
+
+
+def _uses_any(e, variables: dict) -> bool:
+    if isinstance(e, E.Var):
+        return e in variables
+    if isinstance(e, (tuple, list)):
+        return any(_uses_any(x, variables) for x in e)
+    if hasattr(e, "fields") and not isinstance(e, Buffer):
+        return any(_uses_any(v, variables) for _, v in e.fields())
+    return False
+
+
+def _substitute(e, binding: dict):
+    if isinstance(e, E.Var):
+        return binding.get(e, e)
+    if isinstance(e, E.PrimExpr):
+        return e.replace(**{n: (_substitute(v, binding) if isinstance(v, (E.PrimExpr, tuple)) else v)
+                            for n, v in e.fields()})
+    if isinstance(e, tuple):
+        return tuple(_substitute(x, binding) for x in e)
+    return e
+
+
+def _merge(accesses: list) -> tuple:
+    """Merge accesses of one buffer into a bounding box, keeping first-access order."""
+    order: list[Buffer] = []
+    boxes: dict[int, list] = {}
+    for buffer, dims in accesses:
+        if id(buffer) not in boxes:
+            order.append(buffer)
+            boxes[id(buffer)] = list(dims)
+            continue
+        box = boxes[id(buffer)]
+        for d, ((lo1, ext1), (lo2, ext2)) in enumerate(zip(box, dims)):
+            box[d] = _union(lo1, ext1, lo2, ext2)
+    regions = []
+    for buffer in order:
+        ranges = []
+        for d, (lo, ext) in enumerate(boxes[id(buffer)]):
+            if lo is None:
+                ranges.append(S.Range(E.const(0, buffer.shape[d].dtype), buffer.shape[d]))
+            else:
+                ranges.append(S.Range(lo, ext))
+        regions.append(S.BufferRegion(buffer, tuple(ranges)))
+    return tuple(regions)
+
+
+def _union(lo1, ext1, lo2, ext2):
+    if lo1 is None or lo2 is None:
+        return (None, None)
+    shift = simplify(lo2 - lo1)
+    if not isinstance(shift, E.IntImm):
+        return (None, None) if not _same(lo1, lo2) or not _same(ext1, ext2) else (lo1, ext1)
+    end1, end2 = simplify(ext1), simplify(shift + ext2)
+    if not (isinstance(end1, E.IntImm) and isinstance(end2, E.IntImm)):
+        return (None, None)
+    start = min(0, shift.value)
+    lo = lo1 if start == 0 else lo2
+    return (lo, E.const(max(end1.value, end2.value) - start, ext1.dtype))
+
+
+def _same(a, b) -> bool:
+    from ..ir import structural_equal
+    return structural_equal(a, b)

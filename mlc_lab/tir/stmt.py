@@ -1,0 +1,164 @@
+"""Statements of the loop IR: loops, blocks (TensorIR's unit of computation), stores, allocation."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..ir.node import Node, node
+from .buffer import Buffer
+from .expr import IntImm, PrimExpr, Var, const, convert
+
+
+class Stmt(Node):
+    __slots__ = ()
+
+
+@node
+class Range(Node):
+    min: PrimExpr
+    extent: PrimExpr
+
+    @staticmethod
+    def from_min_extent(min_value, extent) -> "Range":
+        min_value = convert(min_value)
+        extent = convert(extent)
+        if extent.dtype != min_value.dtype and isinstance(min_value, IntImm):
+            min_value = const(min_value.value, extent.dtype)
+        return Range(min_value, extent)
+
+
+@node
+class BufferRegion(Node):
+    """A rectangular part of a buffer, one Range per dimension (``A[vi, 0:128]``)."""
+    buffer: Buffer
+    region: tuple
+
+    @staticmethod
+    def full(buffer: Buffer) -> "BufferRegion":
+        return BufferRegion(buffer, tuple(Range(const(0, s.dtype), s) for s in buffer.shape))
+
+    @staticmethod
+    def from_slices(buffer: Buffer, indices) -> "BufferRegion":
+        if len(indices) != buffer.ndim:
+            raise IndexError(f"buffer {buffer.name} has {buffer.ndim} dimension(s) but the region "
+                             f"names {len(indices)}")
+        region = []
+        for idx, dim in zip(indices, buffer.shape):
+            if isinstance(idx, slice):
+                if idx.step not in (None, 1):
+                    raise ValueError(f"buffer {buffer.name}: region slices must have step 1")
+                start = convert(0 if idx.start is None else idx.start)
+                stop = dim if idx.stop is None else convert(idx.stop)
+                region.append(Range(start, stop - start))
+            else:
+                region.append(Range(convert(idx), const(1, convert(idx).dtype)))
+        return BufferRegion(buffer, tuple(region))
+
+
+@node
+class IterVar(Node):
+    """A block iterator: its variable, its domain, and whether it is spatial or a reduction."""
+    var: Var
+    dom: Range
+    iter_type: str = "spatial"   # "spatial" | "reduce" | "opaque"
+
+
+@node
+class MatchBufferRegion(Node):
+    buffer: Buffer
+    source: BufferRegion
+
+
+@node
+class BufferStore(Stmt):
+    buffer: Buffer
+    value: PrimExpr
+    indices: tuple
+
+
+@node
+class SeqStmt(Stmt):
+    seq: tuple
+
+
+FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
+THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
+               "vthread", "vthread.x", "vthread.y", "vthread.z")
+
+
+@node
+class For(Stmt):
+    loop_var: Var
+    min: PrimExpr
+    extent: PrimExpr
+    kind: str
+    body: Stmt
+    thread_binding: Optional[str] = None
+    annotations: tuple = ()
+
+
+@node
+class IfThenElse(Stmt):
+    condition: PrimExpr
+    then_case: Stmt
+    else_case: Optional[Stmt] = None
+
+
+@node
+class LetStmt(Stmt):
+    var: Var
+    value: PrimExpr
+    body: Stmt
+
+
+@node
+class Evaluate(Stmt):
+    value: PrimExpr
+
+
+@node
+class Allocate(Stmt):
+    """Storage for ``buffer`` that lives while ``body`` runs."""
+    buffer: Buffer
+    body: Stmt
+
+
+@node
+class Block(Stmt):
+    """The unit of computation: iterators with domains, the regions it reads and writes, an optional
+    reduction ``init``, the buffers it allocates, and its body."""
+    name_hint: str
+    iter_vars: tuple
+    reads: tuple
+    writes: tuple
+    body: Stmt
+    init: Optional[Stmt] = None
+    alloc_buffers: tuple = ()
+    match_buffers: tuple = ()
+    annotations: tuple = ()
+
+
+@node
+class BlockRealize(Stmt):
+    """A block placed in a loop nest: ``iter_values`` bind its iterators, ``predicate`` guards it."""
+    iter_values: tuple
+    predicate: PrimExpr
+    block: Block
+
+
+def seq(*stmts: Stmt) -> Stmt:
+    """A SeqStmt of the given statements, flattening nested sequences; one statement stays itself."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if isinstance(s, SeqStmt):
+            flat.extend(s.seq)
+        elif s is not None:
+            flat.append(s)
+    return flat[0] if len(flat) == 1 else SeqStmt(tuple(flat))
+
+
+def annotations_dict(annotations: tuple) -> dict[str, Any]:
+    return dict(annotations)
+
+
+def make_annotations(mapping: dict[str, Any]) -> tuple:
+    return tuple(sorted(mapping.items()))
