@@ -143,10 +143,10 @@ class _Simplifier:
     def visit_Div(self, e):
         a, b = self.visit(e.a), self.visit(e.b)
         if _is_const(a) and _is_const(b) and _const_value(b) != 0:
-            return _fold(E.Div, a, b)
-        if _const_value(b) == 1:
+            return _fold(type(e), a, b)
+        if _const_value(b) == 1 and isinstance(e, E.Div):
             return a
-        return E.Div(a, b)
+        return type(e)(a, b)
 
     visit_Mod = visit_Div
 

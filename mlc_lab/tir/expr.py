@@ -161,6 +161,14 @@ class BinaryOp(PrimExpr):
     def dtype(self) -> str:
         return self.a.dtype
 
+    def __post_init__(self):
+        # Like TVM's constructors: Python numbers become constants, operand dtypes are unified.
+        a, b = self.a, self.b
+        if not (isinstance(a, PrimExpr) and isinstance(b, PrimExpr)) or a.dtype != b.dtype:
+            a, b = _unify(a, b)
+            object.__setattr__(self, "a", a)
+            object.__setattr__(self, "b", b)
+
 
 @node
 class Add(BinaryOp):
