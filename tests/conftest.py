@@ -1,0 +1,28 @@
+"""Shared pytest set-up: headless matplotlib, and clean skips for GPU-only tests."""
+import functools
+import os
+
+import pytest
+
+# Set before anything imports matplotlib; notebook kernels started by the tests inherit it.
+os.environ["MPLBACKEND"] = "Agg"
+
+
+@functools.cache
+def cuda_gpu_present() -> bool:
+    """True when pycuda imports and the CUDA driver reports at least one device."""
+    try:
+        import pycuda.driver as cuda
+
+        cuda.init()
+        return cuda.Device.count() > 0
+    except Exception:  # no pycuda, no driver, or a driver that cannot start: all mean "no GPU"
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu_items and not cuda_gpu_present():
+        skip = pytest.mark.skip(reason="no CUDA GPU present")
+        for item in gpu_items:
+            item.add_marker(skip)
