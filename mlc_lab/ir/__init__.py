@@ -1,7 +1,8 @@
 """Cross-cutting IR: the node base, IRModule/GlobalVar, structural equality, diffs."""
+from .diff import diff, show_diff
 from .module import GlobalVar, IRModule
 from .node import Node
 from .structural import assert_structural_equal, structural_equal, structural_hash
 
-__all__ = ["GlobalVar", "IRModule", "Node", "assert_structural_equal", "structural_equal",
+__all__ = ["diff", "show_diff", "GlobalVar", "IRModule", "Node", "assert_structural_equal", "structural_equal",
            "structural_hash"]

@@ -55,7 +55,7 @@ class _Equal:
             if _is_binder(a):
                 return self.eq_binder(a, b, path, defining)
             defs = _DEF_FIELDS.get(type(a).__name__, ())
-            for name, value in a.fields():
+            for name, value in _defs_first(a, defs):
                 self.eq(value, getattr(b, name), f"{path}.{name}", defining or name in defs)
             return
         if type(a) is not type(b) or a != b:
@@ -86,6 +86,12 @@ class _Equal:
             self.fail(path, a, b, f"function names differ ({names_a} vs {names_b})")
         for name in names_a:
             self.eq(a[name], b[name], f'{path}["{name}"]')
+
+
+def _defs_first(node, defs) -> list:
+    """Fields with definitions come first, so a buffer is bound before the body uses it."""
+    fields = node.fields()
+    return [f for f in fields if f[0] in defs] + [f for f in fields if f[0] not in defs]
 
 
 def _len(x):
@@ -145,7 +151,8 @@ def structural_hash(node: Any, map_free_vars: bool = True) -> int:
                 numbering[id(x)] = len(numbering)
                 skip = _NAME_FIELDS.get(type(x).__name__, ())
                 return hash((type(x).__name__,) + tuple(walk(v) for n, v in x.fields() if n not in skip))
-            return hash((type(x).__name__,) + tuple(walk(v) for _, v in x.fields()))
+            defs = _DEF_FIELDS.get(type(x).__name__, ())
+            return hash((type(x).__name__,) + tuple(walk(v) for _, v in _defs_first(x, defs)))
         return hash((type(x).__name__, x))
 
     return walk(node)

@@ -193,15 +193,19 @@ class _Printer:
         self.emit(indent, self.mark(s, f"{target} = {self.expr(s.value)}"))
 
     def stmt_For(self, s: S.For, indent: int) -> None:
+        outer_names = set(self.used)
+        self.loop_nest(s, indent)
+        self.used = outer_names   # names defined inside the loop are free again after it
+
+    def loop_nest(self, s: S.For, indent: int) -> None:
         loops = [s]
         while _grid_candidate(loops[-1]) and _grid_candidate(loops[-1].body):
             loops.append(loops[-1].body)
         if len(loops) > 1:
-            names = ", ".join(self.define(l.loop_var, l.loop_var.name) for l in loops)
-            extents = ", ".join(self.expr(l.extent) for l in loops)
-            header = f"for {names} in T.grid({extents}):"
-            self.emit(indent, header if not any(id(l) in self.underline for l in loops)
-                      else f"{_MARK_OPEN}{header}{_MARK_CLOSE}")
+            # An underlined loop of a grid underlines its own name and extent only.
+            names = ", ".join(self.mark(l, self.define(l.loop_var, l.loop_var.name)) for l in loops)
+            extents = ", ".join(self.mark(l, self.expr(l.extent)) for l in loops)
+            self.emit(indent, f"for {names} in T.grid({extents}):")
             for loop in loops:
                 self.loop_ranges[id(loop.loop_var)] = S.Range(loop.min, loop.extent)
             self.stmt(loops[-1].body, indent + 1)
@@ -227,6 +231,11 @@ class _Printer:
         return f"{self.expr(s.min)}, {self.expr(simplify(s.min + s.extent))}"
 
     def stmt_BlockRealize(self, s: S.BlockRealize, indent: int) -> None:
+        outer_names = set(self.used)
+        self.block(s, indent)
+        self.used = outer_names
+
+    def block(self, s: S.BlockRealize, indent: int) -> None:
         block = s.block
         self.emit(indent, self.mark(block, self.mark(s, f"with T.block({json.dumps(block.name_hint)}):")))
         inner = indent + 1

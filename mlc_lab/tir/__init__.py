@@ -6,5 +6,8 @@ from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Broadcast, Buffer
 from .function import PrimFunc
 from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
                    IfThenElse, IterVar, LetStmt, MatchBufferRegion, Range, SeqStmt, Stmt)
+from .functor import StmtExprMutator, StmtExprVisitor
+from .verify import VerifyError, verify
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+from .schedule import Schedule, ScheduleError, Trace

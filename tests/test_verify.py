@@ -1,0 +1,199 @@
+"""tir.verify: a well-formed function passes; each rule, when broken, fails with its own message.
+Also the visitor/mutator that verify is built on."""
+import pytest
+
+from mlc_lab import te, tir
+from mlc_lab.ir import IRModule
+from mlc_lab.tir import (Allocate, Block, BlockRealize, BufferLoad, BufferRegion, BufferStore, FloatImm, For,
+                         IntImm, IterVar, LetStmt, PrimFunc, Range, StmtExprMutator,
+                         StmtExprVisitor, Var, VerifyError, const, decl_buffer)
+from mlc_lab.tir.stmt import seq
+
+ATTRS = (("global_symbol", "add_one"), ("tir.noalias", True))
+
+
+def add_one(n=128, *, loop_extent=None, dom=None, loop_dtype="int32", index=None, writes=True,
+            params=None, predicate=None, value_indices=None):
+    """``B[vi] = A[vi] + 1`` in a block under ``for i``; keyword arguments break one rule each."""
+    A, B = decl_buffer((n,), "float32", "A"), decl_buffer((n,), "float32", "B")
+    i = Var("i", loop_dtype)
+    vi = Var("vi")
+    idx = (vi,) if index is None else index(vi)
+    load_idx = (vi,) if value_indices is None else value_indices(vi)
+    body = BufferStore(B, BufferLoad(A, load_idx) + FloatImm("float32", 1.0), idx)
+    block = Block("B", (IterVar(vi, Range(const(0), const(n) if dom is None else const(dom)), "spatial"),),
+                  (BufferRegion.full(A),), (BufferRegion.full(B),) if writes else (), body)
+    realize = BlockRealize((i,), IntImm("bool", 1) if predicate is None else predicate(i), block)
+    loop = For(i, const(0, loop_dtype), const(loop_extent or n, loop_dtype), "serial", realize)
+    root = Block("root", (), (), (), loop)
+    return PrimFunc(tuple(params if params is not None else (A, B)),
+                    BlockRealize((), IntImm("bool", 1), root), ATTRS)
+
+
+def test_well_formed_functions_pass():
+    assert tir.verify(add_one()) is True
+    assert tir.verify(IRModule({"add_one": add_one()})) is True
+
+
+def test_te_functions_pass():
+    n = te.var("n")
+    A = te.placeholder((n, 64), name="A")
+    B = te.placeholder((64, 32), name="B")
+    k = te.reduce_axis((0, 64), name="k")
+    Y = te.compute((n, 32), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="Y")
+    C = te.compute((n, 32), lambda i, j: te.max(Y[i, j], 0.0), name="C")
+    assert tir.verify(te.create_prim_func([A, B, C]))
+
+
+def test_undefined_variable():
+    k = Var("k")
+    with pytest.raises(VerifyError, match=r'function add_one, block "B": variable k is used but not '
+                                          r"defined here"):
+        tir.verify(add_one(index=lambda vi: (vi + k,)))
+
+
+def test_undefined_variable_in_loop_extent():
+    A = decl_buffer((16,), "float32", "A")
+    m, i = Var("m"), Var("i")
+    func = PrimFunc((A,), For(i, const(0), m, "serial", BufferStore(A, FloatImm("float32", 0.0), (i,))))
+    with pytest.raises(VerifyError, match="variable m is used but not defined"):
+        tir.verify(func)
+
+
+def test_shape_variables_of_parameters_and_let_vars_are_defined():
+    n = Var("n")
+    A = decl_buffer((n,), "float32", "A")
+    i, x = Var("i"), Var("x")
+    body = For(i, const(0), n, "serial",
+               LetStmt(x, i + 1, BufferStore(A, FloatImm("float32", 0.0), (x - 1,))))
+    assert tir.verify(PrimFunc((A,), body))
+
+
+def test_wrong_number_of_store_indices():
+    with pytest.raises(VerifyError, match=r"buffer B has 1 dimension\(s\) but is stored to with 2 "
+                                          r"index\(es\)"):
+        tir.verify(add_one(index=lambda vi: (vi, vi)))
+
+
+def test_wrong_number_of_load_indices():
+    with pytest.raises(VerifyError, match=r"buffer A has 1 dimension\(s\) but is loaded from with 2"):
+        tir.verify(add_one(value_indices=lambda vi: (vi, const(0))))
+
+
+def test_buffer_not_passed_in():
+    func = add_one()
+    A, B = func.params
+    with pytest.raises(VerifyError, match="buffer A is used but not allocated or passed in"):
+        tir.verify(func.replace(params=(B,)))
+
+
+def test_allocate_defines_its_buffer():
+    A = decl_buffer((4,), "float32", "A")
+    tmp = decl_buffer((4,), "float32", "tmp", scope="local")
+    i = Var("i")
+    store_tmp = BufferStore(tmp, A[i], (i,))
+    func = PrimFunc((A,), For(i, const(0), const(4), "serial", Allocate(tmp, store_tmp)))
+    assert tir.verify(func)
+    outside = For(i, const(0), const(4), "serial", store_tmp)
+    with pytest.raises(VerifyError, match="buffer tmp is used but not allocated"):
+        tir.verify(PrimFunc((A,), outside))
+
+
+def test_binding_outside_iterator_domain():
+    with pytest.raises(VerifyError, match=r'block "B": iterator vi has domain \[0, 128\) but its binding '
+                                          r".* takes values in \[0, 255\]"):
+        tir.verify(add_one(loop_extent=256))
+
+
+def test_binding_guarded_by_predicate_may_overhang():
+    assert tir.verify(add_one(loop_extent=256, predicate=lambda i: i < 128))
+
+
+def test_split_and_fused_bindings_inside_domain_pass():
+    A = decl_buffer((128,), "float32", "A")
+    i0, i1, v = Var("i0"), Var("i1"), Var("v")
+    block = Block("A", (IterVar(v, Range(const(0), const(128))),), (), (BufferRegion.full(A),),
+                  BufferStore(A, FloatImm("float32", 0.0), (v,)))
+    nest = For(i0, const(0), const(32), "serial",
+               For(i1, const(0), const(4), "serial",
+                   BlockRealize((i0 * 4 + i1,), IntImm("bool", 1), block)))
+    assert tir.verify(PrimFunc((A,), nest))
+    too_wide = nest.replace(extent=const(33))
+    with pytest.raises(VerifyError, match=r"takes values in \[0, 131\]"):
+        tir.verify(PrimFunc((A,), too_wide))
+
+
+def test_store_to_buffer_missing_from_writes():
+    with pytest.raises(VerifyError, match=r"block B stores to buffer B, which is not in its writes"):
+        tir.verify(add_one(writes=False))
+
+
+def test_block_may_store_to_its_own_allocation():
+    A = decl_buffer((4,), "float32", "A")
+    tmp = decl_buffer((4,), "float32", "tmp", scope="local")
+    i = Var("i")
+    inner = For(i, const(0), const(4), "serial",
+                seq(BufferStore(tmp, FloatImm("float32", 1.0), (i,)), BufferStore(A, tmp[i], (i,))))
+    block = Block("fill", (), (), (BufferRegion.full(A),), inner, alloc_buffers=(tmp,))
+
+    def func_of(fill):
+        root = Block("root", (), (), (), BlockRealize((), IntImm("bool", 1), fill))
+        return PrimFunc((A,), BlockRealize((), IntImm("bool", 1), root))
+
+    assert tir.verify(func_of(block))
+    with pytest.raises(VerifyError, match="block fill stores to buffer A"):
+        tir.verify(func_of(block.replace(writes=())))
+
+
+def test_binding_dtype_must_match_iterator():
+    with pytest.raises(VerifyError, match="iterator vi is int32 but its binding i is int64"):
+        tir.verify(add_one(loop_dtype="int64"))
+
+
+def test_error_carries_function_rule_and_node():
+    with pytest.raises(VerifyError) as info:
+        tir.verify(add_one(writes=False))
+    assert isinstance(info.value, ValueError)
+    assert info.value.func_name == "add_one" and isinstance(info.value.node, BufferStore)
+    assert "T.writes" in info.value.rule
+
+
+def test_verify_rejects_other_objects():
+    with pytest.raises(TypeError, match="PrimFunc or an IRModule"):
+        tir.verify("not a function")
+
+
+# -- the visitor and mutator -----------------------------------------------------------------------
+def test_visitor_dispatches_by_class_name_and_recurses():
+    class CountVars(StmtExprVisitor):
+        def __init__(self):
+            self.names = []
+
+        def visit_Var(self, var):
+            self.names.append(var.name)
+
+    counter = CountVars()
+    counter.visit(add_one().body)
+    assert "i" in counter.names and "vi" in counter.names
+
+
+def test_mutator_preserves_identity_when_nothing_changes():
+    func = add_one()
+    assert StmtExprMutator().visit(func) is func
+
+
+def test_mutator_rebuilds_changed_path_and_shares_rebuilt_buffers():
+    n, m = Var("n"), Var("m")
+    A = decl_buffer((n,), "float32", "A")
+    i = Var("i")
+    loop = For(i, const(0), n, "serial", BufferStore(A, A[i] + FloatImm("float32", 1.0), (i,)))
+
+    class Rename(StmtExprMutator):
+        def visit_Var(self, var):
+            return m if var is n else var
+
+    new = Rename().visit(loop)
+    assert new is not loop and new.extent is m
+    assert new.body.buffer.shape[0] is m
+    assert new.body.buffer is new.body.value.a.buffer  # one rebuilt buffer, used everywhere
+    assert new.loop_var is i
