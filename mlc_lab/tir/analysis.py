@@ -20,7 +20,7 @@ def block_access_regions(block: S.Block) -> tuple[tuple, tuple]:
     collector.visit(block.body, {})
     if block.init is not None:
         collector.visit(block.init, {})
-    own = {id(b) for b in block.alloc_buffers}
+    own = {id(b) for b in block.alloc_buffers} | collector.allocated
     written = {id(b) for b, _ in collector.writes}
     reads = [(b, r) for b, r in collector.reads
              if id(b) not in own and not (block.init is not None and id(b) in written)]
@@ -34,6 +34,7 @@ class _AccessCollector:
     def __init__(self):
         self.reads: list = []
         self.writes: list = []
+        self.allocated: set[int] = set()   # buffers of Allocate statements inside the block
 
     def visit(self, node, inner: dict) -> None:
         if isinstance(node, E.BufferLoad):
@@ -45,6 +46,9 @@ class _AccessCollector:
             for i in node.indices:
                 self.visit(i, inner)
             self.writes.append((node.buffer, relax_indices(node.indices, inner)))
+        elif isinstance(node, S.Allocate):
+            self.allocated.add(id(node.buffer))
+            self.visit(node.body, inner)
         elif isinstance(node, S.For):
             self.visit(node.body, {**inner, node.loop_var: S.Range(node.min, node.extent)})
         elif isinstance(node, S.BlockRealize):

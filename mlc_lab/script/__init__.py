@@ -1,0 +1,6 @@
+"""The script language: TVMScript-style Python for IR (``from mlc_lab.script import ir as I, tir as T``)."""
+from . import ir, tir
+from .errors import ScriptError
+from .parser import from_source
+
+__all__ = ["ScriptError", "from_source", "ir", "tir"]

@@ -1,0 +1,206 @@
+"""The script parser: Python source of a ``@T.prim_func`` (or an ``@I.ir_module`` class) -> IR.
+
+The parser walks the function's AST. Expressions are evaluated to Python values and IR
+(:mod:`parser_expr`), statements become loop IR (:mod:`parser_stmt`), and blocks, iterators and
+buffer declarations are handled in :mod:`parser_block`. Free names resolve to the Python values
+they have where the function was defined (globals and closure variables).
+
+Entry points: :func:`parse_function` (used by ``T.prim_func``) and :func:`from_source`.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+
+from ..ir.module import IRModule
+from ..tir import expr as E
+from ..tir import stmt as S
+from ..tir.buffer import Buffer
+from ..tir.function import PrimFunc
+from . import ir as ir_namespace
+from . import tir as tir_namespace
+from .errors import ScriptError
+from .parser_block import BlockParser
+from .parser_expr import HandleParam, SourceInfo
+from .parser_stmt import FuncFrame, nop
+
+
+def parse_function(func, private: bool = False) -> PrimFunc:
+    """Parse a Python function written in the script language into a PrimFunc."""
+    if not inspect.isfunction(func):
+        raise TypeError(f"@T.prim_func decorates a function, got {type(func).__name__}")
+    try:
+        lines, first_line = inspect.getsourcelines(func)
+    except (OSError, TypeError) as exc:
+        raise ScriptError(f"cannot read the source of {func.__qualname__} ({exc}); for text, use "
+                          "mlc_lab.script.from_source(text)") from None
+    filename = inspect.getsourcefile(func) or func.__code__.co_filename
+    source = SourceInfo(filename, lines, max(first_line, 1))
+    tree = _parse_text("".join(lines), source)
+    fdef = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if not isinstance(fdef, ast.FunctionDef):
+        raise ScriptError(f"could not find the definition of {func.__qualname__} in its source", filename)
+    closure = {}
+    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
+        try:
+            closure[name] = cell.cell_contents
+        except ValueError:  # a closure variable not assigned yet
+            pass
+    parser = FunctionParser(source, func.__globals__, closure, dict(getattr(func, "__annotations__", {})))
+    try:
+        return parser.parse(fdef, private)
+    except ScriptError as err:
+        raise _short(err) from None
+
+
+def from_source(text: str, extra_vars: dict | None = None, filename: str = "<string>"):
+    """Parse script text: an ``@I.ir_module`` class gives an IRModule, a ``@T.prim_func`` a PrimFunc.
+
+    Names used in the text resolve to ``T``, ``I`` and ``extra_vars``.
+    """
+    source = SourceInfo(filename, text.splitlines(keepends=True))
+    globals_ = {"T": tir_namespace, "I": ir_namespace, **(extra_vars or {})}
+    try:
+        tree = _parse_text(text, source)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                return _parse_class(node, source, globals_)
+            if isinstance(node, ast.FunctionDef):
+                return FunctionParser(source, globals_, {}, {}).parse(node, _is_private(node, source, globals_))
+    except ScriptError as err:
+        raise _short(err) from None
+    raise ScriptError("the text defines no @T.prim_func function or @I.ir_module class", filename)
+
+
+def _short(err: ScriptError) -> ScriptError:
+    """Drop the parser's own frames: the traceback should end at the user's code, not in here."""
+    return err.with_traceback(None)
+
+
+def _parse_text(text: str, source: SourceInfo) -> ast.Module:
+    dedented = textwrap.dedent(text)
+    first_original = next((ln for ln in text.splitlines() if ln.strip()), "")
+    first_dedented = next((ln for ln in dedented.splitlines() if ln.strip()), "")
+    source.col_shift = len(first_original) - len(first_dedented)
+    try:
+        return ast.parse(dedented)
+    except SyntaxError as exc:
+        line = (exc.lineno or 1) - 1
+        src = source.lines[line] if 0 <= line < len(source.lines) else None
+        column = (exc.offset or 1) - 1 + source.col_shift
+        raise ScriptError(f"invalid Python syntax: {exc.msg}", source.filename, source.first_line + line,
+                          column, None, src) from None
+
+
+def _parse_class(node: ast.ClassDef, source: SourceInfo, globals_: dict) -> IRModule:
+    functions = {}
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef):
+            functions[item.name] = FunctionParser(source, globals_, {}, {}).parse(
+                item, _is_private(item, source, globals_))
+        elif not (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)):
+            raise FunctionParser(source, globals_, {}, {}).error(
+                item, "an @I.ir_module class may only contain @T.prim_func functions")
+    return IRModule(functions)
+
+
+def _is_private(node: ast.FunctionDef, source: SourceInfo, globals_: dict) -> bool:
+    """Check the decorators of a function in text: @T.prim_func or @T.prim_func(private=...)."""
+    evaluator = FunctionParser(source, globals_, {}, {})
+    for dec in node.decorator_list:
+        call = dec if isinstance(dec, ast.Call) else None
+        if evaluator.eval(call.func if call else dec) is tir_namespace.prim_func:
+            _, kwargs = evaluator.call_args(call) if call else ([], {})
+            return bool(kwargs.get("private", False))
+    raise evaluator.error(node, f"function {node.name} is not decorated with @T.prim_func")
+
+
+class FunctionParser(BlockParser):
+    def __init__(self, source: SourceInfo, globals_: dict, closure: dict, live_annotations: dict):
+        super().__init__(source, globals_, closure)
+        self.live_annotations = live_annotations
+        self.loop_ranges: dict = {}      # loop Var -> Range, for T.axis.remap
+        self.symbolic_vars: dict = {}    # `n = T.int64()` at the top of the body, declared up front
+        self.block_depth = 0
+        self.saw_block = False
+
+    def parse(self, fdef: ast.FunctionDef, private: bool = False) -> PrimFunc:
+        self.check_signature(fdef)
+        self.declare_symbolic_vars(fdef.body)
+        params = [self.parameter(arg) for arg in fdef.args.posonlyargs + fdef.args.args]
+        frame = FuncFrame()
+        body = self.parse_body(fdef.body, frame) or nop()
+        for arg, p in zip(fdef.args.posonlyargs + fdef.args.args, params):
+            if isinstance(p, HandleParam) and p.buffer is None:
+                raise self.error(arg, f"the T.handle parameter '{p.name}' is never matched to a buffer: add "
+                                      f"`{p.name.upper()} = T.match_buffer({p.name}, shape, dtype)` to the body")
+        params = [p.buffer if isinstance(p, HandleParam) else p for p in params]
+        attrs = dict(frame.attrs)
+        if "global_symbol" not in attrs and not private:
+            attrs["global_symbol"] = fdef.name
+        return PrimFunc(tuple(params), self.wrap_root(body, frame), tuple(sorted(attrs.items())))
+
+    def wrap_root(self, body: S.Stmt, frame: FuncFrame) -> S.Stmt:
+        """Put the body under the implicit root block when it has blocks or top-level buffers."""
+        explicit = (isinstance(body, S.BlockRealize) and body.block.name_hint == "root"
+                    and not body.block.iter_vars)
+        if explicit:
+            allocs = tuple(frame.alloc_buffers) + body.block.alloc_buffers
+            return body.replace(block=body.block.replace(alloc_buffers=allocs))
+        if not (self.saw_block or frame.alloc_buffers):
+            return body
+        root = S.Block("root", (), (), (), body, None, tuple(frame.alloc_buffers))
+        return S.BlockRealize((), E.IntImm("bool", 1), root)
+
+    def check_signature(self, fdef: ast.FunctionDef) -> None:
+        a = fdef.args
+        if a.vararg or a.kwarg or a.kwonlyargs:
+            raise self.error(fdef, "T.prim_func parameters must be plain positional parameters (no *args, "
+                                   "**kwargs or keyword-only parameters)")
+        if a.defaults:
+            raise self.error(a.defaults[0], "T.prim_func parameters cannot have default values")
+
+    def declare_symbolic_vars(self, body: list) -> None:
+        """Define `n = T.int64()` / `n = T.var("int64")` first: parameter annotations may use them."""
+        for node in body:
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call)):
+                continue
+            try:
+                func = self.eval(node.value.func)
+            except ScriptError:
+                continue   # reported when the statement itself is parsed
+            call = node.value
+            if isinstance(func, tir_namespace.DTypeFunc) and not call.args and not call.keywords:
+                dtype = func.dtype
+            elif func is tir_namespace.var:
+                args, kwargs = self.call_args(call)
+                dtype = (args or [kwargs.get("dtype", "int32")])[0]
+            else:
+                continue
+            var = E.Var(node.targets[0].id, dtype)
+            self.symbolic_vars[var.name] = var
+            self.define(var.name, var)
+
+    def parameter(self, arg: ast.arg):
+        if arg.annotation is None:
+            raise self.error(arg, f"parameter '{arg.arg}' needs an annotation such as "
+                                  'T.Buffer((128,), "float32"), T.handle or T.int32')
+        try:
+            kind = self.eval(arg.annotation)
+        except ScriptError:
+            kind = self.live_annotations.get(arg.arg)
+            if kind is None or isinstance(kind, str):
+                raise
+        if isinstance(kind, Buffer):
+            param = kind.replace(name=arg.arg)
+        elif isinstance(kind, tir_namespace.DTypeFunc):
+            param = E.Var(arg.arg, kind.dtype)
+        elif isinstance(kind, tir_namespace._Handle):
+            param = HandleParam(arg.arg)
+        else:
+            raise self.error(arg.annotation, f"parameter '{arg.arg}' must be annotated with T.Buffer(...), "
+                                             f"T.handle or a dtype such as T.int32, got {ast.unparse(arg.annotation)}")
+        self.define(arg.arg, param)
+        return param

@@ -1,0 +1,281 @@
+"""The ``T`` namespace of the script language: ``from mlc_lab.script import tir as T``.
+
+Expression helpers (``T.float32(0)``, ``T.max``, ``T.exp``, ...) are ordinary functions that build
+IR and work anywhere. Statement forms (``T.block``, ``T.axis.*``, ``T.reads``, ``T.init``, ...) only
+mean something inside a ``@T.prim_func``; the parser recognises them, and calling them outside
+a script raises a RuntimeError that says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..tir import dtype as dt
+from ..tir import expr as E
+from ..tir.buffer import Buffer as _Buffer
+from ..tir.buffer import decl_buffer as _decl_buffer
+from ..tir.stmt import FOR_KINDS, THREAD_TAGS
+
+
+class ScriptOnly:
+    """A statement form that the parser interprets, e.g. ``T.block`` or ``T.axis.remap``."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"T.{self.name} can only be used inside a function decorated with @T.prim_func")
+
+    def __repr__(self) -> str:
+        return f"T.{self.name}"
+
+
+# -- functions and buffers -----------------------------------------------------------------------
+def prim_func(func=None, *, private: bool = False):
+    """Decorator: parse the decorated Python function into a :class:`~mlc_lab.tir.PrimFunc`."""
+    from .parser import parse_function
+
+    if func is None:
+        return lambda f: parse_function(f, private=private)
+    return parse_function(func, private=private)
+
+
+class _BufferType:
+    """``T.Buffer((128, 128), "float32")`` or the older ``T.Buffer[(128, 128), "float32"]``."""
+
+    def __call__(self, shape, dtype: str = "float32", strides=None, scope: str = "global",
+                 align: int = 0, offset_factor: int = 0) -> _Buffer:
+        return _decl_buffer(shape, dtype, "buffer", strides or (), scope)
+
+    def __getitem__(self, key) -> _Buffer:
+        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):
+            return self(key[0], key[1])
+        return self(key)
+
+    def __repr__(self) -> str:
+        return "T.Buffer"
+
+
+Buffer = _BufferType()
+
+
+class _Handle:
+    """``a: T.handle``; the parameter becomes the buffer that ``T.match_buffer(a, ...)`` declares."""
+
+    dtype = "handle"
+
+    def __repr__(self) -> str:
+        return "T.handle"
+
+
+handle = _Handle()
+
+match_buffer = ScriptOnly("match_buffer")
+alloc_buffer = ScriptOnly("alloc_buffer")
+allocate = ScriptOnly("allocate")
+func_attr = ScriptOnly("func_attr")
+var = ScriptOnly("var")
+
+
+# -- loops -----------------------------------------------------------------------------------------
+@dataclass
+class LoopSpec:
+    """One loop of a ``for`` header: its bounds (``stop`` is None for a plain extent) and kind."""
+    start: object
+    stop: object
+    kind: str = "serial"
+    thread: str | None = None
+    annotations: dict = field(default_factory=dict)
+
+
+def _loop(kind: str, start, stop=None, annotations=None, thread=None) -> LoopSpec:
+    if kind not in FOR_KINDS:
+        raise ValueError(f"unknown loop kind {kind!r}")
+    return LoopSpec(start, stop, kind, thread, dict(annotations or {}))
+
+
+def serial(start, stop=None, *, annotations=None) -> LoopSpec:
+    return _loop("serial", start, stop, annotations)
+
+
+def parallel(start, stop=None, *, annotations=None) -> LoopSpec:
+    return _loop("parallel", start, stop, annotations)
+
+
+def vectorized(start, stop=None, *, annotations=None) -> LoopSpec:
+    return _loop("vectorized", start, stop, annotations)
+
+
+def unroll(start, stop=None, *, annotations=None) -> LoopSpec:
+    return _loop("unrolled", start, stop, annotations)
+
+
+def thread_binding(start, stop=None, thread: str | None = None, *, annotations=None) -> LoopSpec:
+    """``T.thread_binding(n, thread="threadIdx.x")`` or ``T.thread_binding(a, b, thread=...)``."""
+    if thread is None and isinstance(stop, str):
+        start, stop, thread = start, None, stop
+    if thread is None:
+        raise TypeError('T.thread_binding needs a thread tag, e.g. thread="threadIdx.x"')
+    if thread not in THREAD_TAGS:
+        raise ValueError(f"unknown thread tag {thread!r}; expected one of {', '.join(THREAD_TAGS)}")
+    return _loop("thread_binding", start, stop, annotations, thread)
+
+
+def grid(*extents) -> tuple:
+    """``for i, j in T.grid(a, b)``: nested serial loops."""
+    if not extents:
+        raise TypeError("T.grid needs at least one extent")
+    return tuple(serial(e) for e in extents)
+
+
+# -- blocks ----------------------------------------------------------------------------------------
+block = ScriptOnly("block")
+init = ScriptOnly("init")
+where = ScriptOnly("where")
+reads = ScriptOnly("reads")
+writes = ScriptOnly("writes")
+block_attr = ScriptOnly("block_attr")
+
+
+class _Axis:
+    """``T.axis.spatial / reduce / opaque / remap`` (and the ``S`` / ``R`` aliases)."""
+
+    spatial = ScriptOnly("axis.spatial")
+    reduce = ScriptOnly("axis.reduce")
+    opaque = ScriptOnly("axis.opaque")
+    remap = ScriptOnly("axis.remap")
+    S = spatial
+    R = reduce
+
+    def __repr__(self) -> str:
+        return "T.axis"
+
+
+axis = _Axis()
+
+
+# -- expressions -----------------------------------------------------------------------------------
+class DTypeFunc:
+    """``T.float32``: a dtype (``x: T.float32``), a constant/cast maker (``T.float32(0)``,
+    ``T.float32("inf")``, ``T.float32(expr)``), and with no argument a symbolic variable
+    declaration (``n = T.int64()``, inside a script)."""
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+
+    def __call__(self, value=None):
+        if value is None:
+            raise RuntimeError(f"T.{self.dtype}() declares a symbolic variable; write `n = T.{self.dtype}()` "
+                               "inside a @T.prim_func")
+        if isinstance(value, str):
+            if not dt.is_float(self.dtype):
+                raise TypeError(f"T.{self.dtype} got the string {value!r}; only float types accept "
+                                '"inf", "-inf" and "nan"')
+            if value.strip().lower() not in ("inf", "+inf", "-inf", "nan"):
+                raise ValueError(f'T.{self.dtype} got the string {value!r}; the strings it accepts are '
+                                 '"inf", "-inf" and "nan"')
+            return E.FloatImm(self.dtype, float(value))
+        if isinstance(value, E.PrimExpr):
+            return value.astype(self.dtype)
+        return E.const(value, self.dtype)
+
+    def __repr__(self) -> str:
+        return f"T.{self.dtype}"
+
+
+bool = DTypeFunc("bool")  # noqa: A001  (the script name shadows the builtin on purpose)
+int8, int16, int32, int64 = (DTypeFunc(f"int{b}") for b in (8, 16, 32, 64))
+uint8, uint16, uint32, uint64 = (DTypeFunc(f"uint{b}") for b in (8, 16, 32, 64))
+float16, float32, float64 = (DTypeFunc(f"float{b}") for b in (16, 32, 64))
+
+
+def Cast(dtype: str, value) -> E.PrimExpr:  # noqa: N802  (TVM's name)
+    return E.convert(value).astype(dt.check_dtype(dtype))
+
+
+def Select(condition, true_value, false_value) -> E.Select:  # noqa: N802
+    a, b = E._unify(true_value, false_value)
+    return E.Select(E.convert(condition), a, b)
+
+
+def Ramp(base, stride, lanes: int) -> E.Ramp:  # noqa: N802
+    base, stride = E._unify(base, stride)
+    return E.Ramp(base, stride, int(lanes))
+
+
+def Broadcast(value, lanes: int) -> E.Broadcast:  # noqa: N802
+    return E.Broadcast(E.convert(value), int(lanes))
+
+
+def evaluate(value) -> E.PrimExpr:
+    return E.convert(value)
+
+
+def max(a, b) -> E.Max:  # noqa: A001
+    return E.Max(*E._unify(a, b))
+
+
+def min(a, b) -> E.Min:  # noqa: A001
+    return E.Min(*E._unify(a, b))
+
+
+def floordiv(a, b) -> E.FloorDiv:
+    return E.FloorDiv(*E._unify(a, b))
+
+
+def floormod(a, b) -> E.FloorMod:
+    return E.FloorMod(*E._unify(a, b))
+
+
+def truncdiv(a, b) -> E.Div:
+    return E.Div(*E._unify(a, b))
+
+
+def truncmod(a, b) -> E.Mod:
+    return E.Mod(*E._unify(a, b))
+
+
+def _intrinsic(name: str):
+    def call(*args):
+        return E.call_intrin(name, *args)
+    call.__name__ = name
+    call.__doc__ = f"``T.{name}(...)``: the ``{name}`` intrinsic."
+    return call
+
+
+exp, log, sqrt, rsqrt, tanh, sigmoid, fabs, abs, floor, ceil, round, sin, cos, erf, pow, if_then_else = (  # noqa: A001
+    _intrinsic(n) for n in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "abs", "floor",
+                            "ceil", "round", "sin", "cos", "erf", "pow", "if_then_else"))
+
+
+def min_value(dtype: str) -> E.PrimExpr:
+    """The smallest finite value of ``dtype`` as a constant."""
+    dtype = dt.check_dtype(dtype)
+    if dt.is_float(dtype):
+        return E.FloatImm(dtype, float(np.finfo(dtype).min))
+    if dt.is_bool(dtype):
+        return E.IntImm(dtype, 0)
+    return E.IntImm(dtype, int(np.iinfo(dtype).min))
+
+
+def max_value(dtype: str) -> E.PrimExpr:
+    """The largest finite value of ``dtype`` as a constant."""
+    dtype = dt.check_dtype(dtype)
+    if dt.is_float(dtype):
+        return E.FloatImm(dtype, float(np.finfo(dtype).max))
+    if dt.is_bool(dtype):
+        return E.IntImm(dtype, 1)
+    return E.IntImm(dtype, int(np.iinfo(dtype).max))
+
+
+__all__ = [
+    "prim_func", "Buffer", "handle", "match_buffer", "alloc_buffer", "allocate", "func_attr", "var",
+    "serial", "parallel", "vectorized", "unroll", "thread_binding", "grid",
+    "block", "init", "where", "reads", "writes", "block_attr", "axis",
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64", "Cast", "Select", "Ramp", "Broadcast", "evaluate",
+    "max", "min", "floordiv", "floormod", "truncdiv", "truncmod",
+    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "abs", "floor", "ceil", "round",
+    "sin", "cos", "erf", "pow", "if_then_else", "min_value", "max_value",
+]
