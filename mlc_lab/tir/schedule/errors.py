@@ -1,0 +1,89 @@
+"""Schedule errors: one class per broken rule. Each message names the primitive, the loop or block,
+the rule, and shows the function with the culprit underlined."""
+from __future__ import annotations
+
+
+class ScheduleError(Exception):
+    """Base class of every error a schedule primitive raises on misuse."""
+
+    def __init__(self, primitive: str, rule: str, func=None, culprits=(), func_name: str | None = None):
+        self.primitive, self.rule, self.func, self.culprits = primitive, rule, func, tuple(culprits)
+        self.func_name = func_name
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        text = f"{type(self).__name__} in sch.{self.primitive}: {self.rule}"
+        if self.func is not None:
+            from ...script.printer import script
+            shown = script(self.func, underline=self.culprits, name=self.func_name)
+            text += "\n" + "\n".join("    " + line for line in shown.splitlines())
+        return text
+
+
+class InvalidHandleError(ScheduleError):
+    """A BlockRV/LoopRV no longer names anything (e.g. the loop was split or fused away)."""
+
+
+class BlockNotFoundError(ScheduleError):
+    """No block with the requested name."""
+
+
+class FactorError(ScheduleError):
+    """split factors are malformed or do not multiply to the loop extent."""
+
+
+class NotDivisibleError(FactorError):
+    """The factors do not divide the extent and the primitive cannot add a predicate."""
+
+
+class LoopNotAncestorError(ScheduleError):
+    """A loop is not an ancestor of the block (or of the loops) it must enclose."""
+
+
+class LoopsNotChainError(ScheduleError):
+    """Loops are not in one chain of single-child nested loops (reorder)."""
+
+
+class NotAdjacentError(ScheduleError):
+    """Loops to fuse are not directly nested one inside the other."""
+
+
+class WrongLoopKindError(ScheduleError):
+    """The loop kind does not allow this (e.g. parallelising a reduction loop)."""
+
+
+class NotCompactDataflowError(ScheduleError):
+    """The subtree under a loop is not a compact dataflow (a block there is not its buffers'
+    only writer, e.g. after decompose_reduction), so it cannot be parallelised/vectorised/bound."""
+
+
+class ThreadBindingError(ScheduleError):
+    """An unknown thread tag, or a binding that conflicts with existing ones."""
+
+
+class ComputeAtError(ScheduleError):
+    """compute_at/reverse_compute_at cannot move the block under the given loop."""
+
+
+class InlineError(ScheduleError):
+    """The block cannot be inlined into its consumers/producer."""
+
+
+class NotReductionBlockError(ScheduleError):
+    """The primitive needs a reduction block (one with reduce iterators and an init)."""
+
+
+class CacheError(ScheduleError):
+    """cache_read/cache_write/set_scope got a buffer index or scope that does not apply."""
+
+
+class LayoutError(ScheduleError):
+    """transform_layout got an index map that does not fit the buffer."""
+
+
+class TensorizeError(ScheduleError):
+    """The block or loop does not match the tensor intrinsic's description."""
+
+
+class NumericsChangedError(ScheduleError):
+    """check_numerics=True found that a step changed the program's results."""

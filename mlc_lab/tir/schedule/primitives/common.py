@@ -1,0 +1,111 @@
+"""Helpers shared by schedule primitives: substitution, loop ranges, block classification."""
+from __future__ import annotations
+
+from ....arith import simplify
+from ... import expr as E
+from ... import stmt as S
+from ...functor import StmtExprMutator
+from ..lookup import child_blocks
+
+
+class Substitute(StmtExprMutator):
+    """Replace variables by expressions; block bindings and predicates are re-simplified."""
+
+    def __init__(self, mapping: dict, var_ranges: dict | None = None):
+        super().__init__()
+        self.mapping = {id(k): v for k, v in mapping.items()}
+        self.var_ranges = var_ranges or {}
+
+    def visit_Var(self, var):
+        return self.mapping.get(id(var), var)
+
+    def visit_BlockRealize(self, realize):
+        new = self.generic_visit(realize)
+        if new is realize:
+            return realize
+        values = tuple(simplify(v, self.var_ranges) for v in new.iter_values)
+        return new.replace(iter_values=values, predicate=simplify(new.predicate, self.var_ranges))
+
+    def visit_For(self, loop):
+        self.var_ranges[loop.loop_var] = S.Range(loop.min, loop.extent)
+        return self.generic_visit(loop)
+
+
+def substitute(stmt, mapping: dict, var_ranges: dict | None = None):
+    return Substitute(mapping, dict(var_ranges or {})).visit(stmt)
+
+
+def loop_ranges(loops) -> dict:
+    """Var -> Range for a list of For nodes."""
+    return {loop.loop_var: S.Range(loop.min, loop.extent) for loop in loops}
+
+
+def const_int(e):
+    return e.value if isinstance(e, E.IntImm) else None
+
+
+def uses_var(e, var) -> bool:
+    if e is var:
+        return True
+    if isinstance(e, (tuple, list)):
+        return any(uses_var(x, var) for x in e)
+    if isinstance(e, E.PrimExpr) and not isinstance(e, E.Var):
+        return any(uses_var(v, var) for _, v in e.fields() if isinstance(v, (E.PrimExpr, tuple)))
+    return False
+
+
+def add_predicate(stmt, condition_of):
+    """Conjoin ``condition_of(realize)`` into the predicate of every block directly under stmt."""
+    replacements = {}
+    for realize in [stmt] if isinstance(stmt, S.BlockRealize) else child_blocks(stmt):
+        extra = condition_of(realize)
+        if extra is not None:
+            replacements[id(realize)] = realize.replace(predicate=simplify(realize.predicate & extra))
+    from ..lookup import _Replacer
+    return _Replacer(replacements).visit(stmt)
+
+
+def all_blocks_under(stmt) -> list:
+    """Every BlockRealize inside ``stmt`` (at any depth)."""
+    out, todo = [], list(child_blocks(stmt))
+    while todo:
+        realize = todo.pop(0)
+        out.append(realize)
+        todo.extend(child_blocks(realize))
+    return out
+
+
+def writers_in_scope(scope_realize, buffer) -> list:
+    """Blocks inside ``scope_realize`` (at any depth) that write ``buffer``."""
+    return [r for r in all_blocks_under(scope_realize)
+            if any(w.buffer is buffer for w in r.block.writes)]
+
+
+def is_reduction_block(block: S.Block) -> bool:
+    return block.init is not None and any(iv.iter_type == "reduce" for iv in block.iter_vars)
+
+
+def dataflow_violation(realize, scope_realize) -> str | None:
+    """Why ``realize`` is neither a complete nor a reduction block in its scope, or None.
+
+    Complete: only spatial iterators, sole writer of its outputs, does not read what it writes.
+    Reduction: has an init, and is the sole writer of its outputs.
+    """
+    block = realize.block
+    for w in block.writes:
+        others = [r for r in writers_in_scope(scope_realize, w.buffer) if r is not realize
+                  and w.buffer not in [b for b in r.block.alloc_buffers]]
+        if others:
+            names = ", ".join(f'"{r.block.name_hint}"' for r in others)
+            return (f'block "{block.name_hint}" is not the only writer of buffer {w.buffer.name} '
+                    f"(also written by {names})")
+    if is_reduction_block(block):
+        return None
+    if any(iv.iter_type != "spatial" for iv in block.iter_vars):
+        return (f'block "{block.name_hint}" has reduce iterators but no init, so it is not a '
+                "complete reduction")
+    written = {id(w.buffer) for w in block.writes}
+    for r in block.reads:
+        if id(r.buffer) in written:
+            return f'block "{block.name_hint}" reads buffer {r.buffer.name}, which it also writes'
+    return None

@@ -1,0 +1,202 @@
+"""Loop kinds and annotations: parallel, vectorize, unroll, bind, annotate, unannotate."""
+from __future__ import annotations
+
+from .. import errors
+from ... import stmt as S
+from ..instruction import instruction
+from .common import all_blocks_under, const_int, dataflow_violation, uses_var
+
+
+class ForKindPrimitives:
+
+    def _set_kind(self, loop, primitive: str, kind: str, thread: str | None = None) -> None:
+        func_name, node, index = self._resolve_loop(loop, primitive)
+        func = self._func(func_name)
+        if node.kind == "thread_binding" and primitive != "unroll":
+            raise errors.WrongLoopKindError(
+                primitive, f"loop {node.loop_var.name} is already bound to {node.thread_binding}",
+                func, [node])
+        if kind != "unrolled":
+            self._check_loop_is_spatial(node, index, primitive, func)
+        if kind == "vectorized" and const_int(node.extent) is None:
+            raise errors.WrongLoopKindError(
+                primitive, f"loop {node.loop_var.name} has the symbolic extent {node.extent}; only "
+                "loops of constant extent can be vectorized", func, [node])
+        new = node.replace(kind=kind, thread_binding=thread)
+        self._replace(func_name, {id(node): new}, primitive)
+
+    def _check_loop_is_spatial(self, node: S.For, index, primitive: str, func) -> None:
+        """The rule the reference compiler applies to parallel/vectorize/bind: every block under the
+        loop is a complete or reduction block of its scope, and the loop only feeds spatial
+        iterators."""
+        for realize in all_blocks_under(node):
+            scope = index.parent_block(realize)
+            problem = dataflow_violation(realize, scope) if scope is not None else None
+            if problem:
+                raise errors.NotCompactDataflowError(
+                    primitive, f"{problem}; the dataflow under loop {node.loop_var.name} must be "
+                    "compact (apply this primitive before decompose_reduction or cache_write "
+                    "splits the writers)", func, [node, realize.block])
+            for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+                if iv.iter_type != "spatial" and uses_var(value, node.loop_var):
+                    raise errors.WrongLoopKindError(
+                        primitive, f"loop {node.loop_var.name} is bound to the reduce iterator "
+                        f'{iv.var.name} of block "{realize.block.name_hint}"; only loops over '
+                        "spatial iterators can be parallelised, vectorized or bound to threads",
+                        func, [node])
+
+    @instruction
+    def parallel(self, loop) -> None:
+        """Run the iterations of ``loop`` in parallel on CPU threads.
+
+        Requires: the blocks under the loop are complete or reduction blocks (sole writers of
+        their outputs) and the loop only feeds their spatial iterators.
+
+        Raises: WrongLoopKindError, NotCompactDataflowError.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((64,), "float32")):
+        ...     for i in range(64):
+        ...         with T.block("A"):
+        ...             vi = T.axis.spatial(64, i)
+        ...             A[vi] = T.float32(1)
+        >>> sch = tir.Schedule(f)
+        >>> (i,) = sch.get_loops(sch.get_block("A"))
+        >>> sch.parallel(i)
+        >>> print(sch.mod["main"].body.block.body)
+        for i in T.parallel(64):
+            with T.block("A"):
+                vi = T.axis.remap("S", [i])
+                T.reads()
+                T.writes(A[vi])
+                A[vi] = T.float32(1)
+        """
+        self._set_kind(loop, "parallel", "parallel")
+
+    @instruction
+    def vectorize(self, loop) -> None:
+        """Mark ``loop`` to be executed with vector instructions.
+
+        Requires: as parallel, and a constant extent.
+
+        Raises: WrongLoopKindError, NotCompactDataflowError.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((8,), "float32")):
+        ...     for i in range(8):
+        ...         with T.block("A"):
+        ...             vi = T.axis.spatial(8, i)
+        ...             A[vi] = T.float32(1)
+        >>> sch = tir.Schedule(f)
+        >>> (i,) = sch.get_loops(sch.get_block("A"))
+        >>> sch.vectorize(i)
+        >>> print(sch.mod["main"].body.block.body.script().splitlines()[0])
+        for i in T.vectorized(8):
+        """
+        self._set_kind(loop, "vectorize", "vectorized")
+
+    @instruction
+    def unroll(self, loop) -> None:
+        """Mark ``loop`` to be fully unrolled. Always legal, also on reduction loops.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((4,), "float32")):
+        ...     for i in range(4):
+        ...         with T.block("A"):
+        ...             vi = T.axis.spatial(4, i)
+        ...             A[vi] = T.float32(1)
+        >>> sch = tir.Schedule(f)
+        >>> (i,) = sch.get_loops(sch.get_block("A"))
+        >>> sch.unroll(i)
+        >>> print(sch.mod["main"].body.block.body.script().splitlines()[0])
+        for i in T.unroll(4):
+        """
+        self._set_kind(loop, "unroll", "unrolled")
+
+    @instruction
+    def bind(self, loop, thread_axis: str) -> None:
+        """Bind ``loop`` to a GPU thread axis: blockIdx.x/y/z, threadIdx.x/y/z or vthread(.x/y/z).
+
+        Requires: as parallel; a known thread tag.
+
+        Raises: ThreadBindingError, WrongLoopKindError, NotCompactDataflowError.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((256,), "float32")):
+        ...     for i in range(256):
+        ...         with T.block("A"):
+        ...             vi = T.axis.spatial(256, i)
+        ...             A[vi] = T.float32(1)
+        >>> sch = tir.Schedule(f)
+        >>> (i,) = sch.get_loops(sch.get_block("A"))
+        >>> bx, tx = sch.split(i, [None, 64])
+        >>> sch.bind(bx, "blockIdx.x")
+        >>> sch.bind(tx, "threadIdx.x")
+        >>> print("\\n".join(sch.mod["main"].body.block.body.script().splitlines()[:2]))
+        for i_0 in T.thread_binding(4, thread="blockIdx.x"):
+            for i_1 in T.thread_binding(64, thread="threadIdx.x"):
+        """
+        if not isinstance(thread_axis, str):
+            raise TypeError(f"sch.bind: parameter 'thread_axis' expects a str such as "
+                            f"'threadIdx.x', got {thread_axis!r}")
+        if thread_axis not in S.THREAD_TAGS:
+            func_name, node, _ = self._resolve_loop(loop, "bind")
+            raise errors.ThreadBindingError(
+                "bind", f"unknown thread axis {thread_axis!r}; use one of {', '.join(S.THREAD_TAGS)}",
+                self._func(func_name), [node])
+        self._set_kind(loop, "bind", "thread_binding", thread_axis)
+
+    @instruction
+    def annotate(self, block_or_loop, ann_key: str, ann_val) -> None:
+        """Attach ``ann_key: ann_val`` to a block or loop (e.g. pragmas read by code generators).
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((4,), "float32")):
+        ...     for i in range(4):
+        ...         with T.block("A"):
+        ...             vi = T.axis.spatial(4, i)
+        ...             A[vi] = T.float32(1)
+        >>> sch = tir.Schedule(f)
+        >>> (i,) = sch.get_loops(sch.get_block("A"))
+        >>> sch.annotate(i, "pragma_unroll_explicit", 1)
+        >>> print(sch.mod["main"].body.block.body.script().splitlines()[0])
+        for i in T.serial(4, annotations={"pragma_unroll_explicit": 1}):
+        """
+        if not isinstance(ann_key, str):
+            raise TypeError(f"sch.annotate: parameter 'ann_key' expects a str, got {ann_key!r}")
+        self._set_annotation(block_or_loop, "annotate", ann_key, ann_val)
+
+    @instruction
+    def unannotate(self, block_or_loop, ann_key: str) -> None:
+        """Remove the annotation ``ann_key`` from a block or loop."""
+        self._set_annotation(block_or_loop, "unannotate", ann_key, None, remove=True)
+
+    def _set_annotation(self, target, primitive, key, value, remove=False) -> None:
+        from ..rv import LoopRV
+        if isinstance(target, LoopRV):
+            func_name, node, _ = self._resolve_loop(target, primitive, "block_or_loop")
+            holder = node
+        else:
+            func_name, node, _ = self._resolve_block(target, primitive, "block_or_loop")
+            holder = node.block
+        annotations = dict(holder.annotations)
+        if remove:
+            if key not in annotations:
+                raise errors.ScheduleError(primitive, f"there is no annotation {key!r} to remove",
+                                           self._func(func_name), [holder])
+            del annotations[key]
+        else:
+            annotations[key] = value
+        new_holder = holder.replace(annotations=tuple(sorted(annotations.items())))
+        new = new_holder if holder is node else node.replace(block=new_holder)
+        self._replace(func_name, {id(node): new}, primitive)

@@ -1,0 +1,230 @@
+"""Loop transformations: split, fuse, reorder."""
+from __future__ import annotations
+
+from functools import reduce
+
+from ....arith import simplify
+from .. import errors
+from ... import expr as E
+from ... import stmt as S
+from ..instruction import instruction
+from .common import add_predicate, const_int, substitute, uses_var
+
+
+class LoopPrimitives:
+
+    @instruction
+    def split(self, loop, factors, preserve_unit_iters: bool = True) -> list:
+        """Split a loop into nested loops whose extents are ``factors``.
+
+        Requires: at most one factor is None (it is inferred as ceil(extent / product of the
+        others)); without a None, the factors multiply to the loop's extent. When the inferred
+        split overshoots, the blocks under the loop get a ``T.where`` predicate.
+
+        Parameters: loop (LoopRV), factors (list of int or None).
+        Returns: the new loops, outermost first.
+        Raises: FactorError.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((128,), "float32"), B: T.Buffer((128,), "float32")):
+        ...     for i in range(128):
+        ...         with T.block("B"):
+        ...             vi = T.axis.spatial(128, i)
+        ...             B[vi] = A[vi] * T.float32(2)
+        >>> sch = tir.Schedule(f)
+        >>> (i,) = sch.get_loops(sch.get_block("B"))
+        >>> i0, i1 = sch.split(i, factors=[None, 4])
+        >>> print(sch.mod["main"].body.block.body)
+        for i_0, i_1 in T.grid(32, 4):
+            with T.block("B"):
+                vi = T.axis.spatial(128, i_0 * 4 + i_1)
+                T.reads(A[vi])
+                T.writes(B[vi])
+                B[vi] = A[vi] * T.float32(2)
+        """
+        func_name, node, _ = self._resolve_loop(loop, "split")
+        func = self._func(func_name)
+        if not isinstance(factors, (list, tuple)) or not factors:
+            raise TypeError(f"sch.split: parameter 'factors' expects a non-empty list of int/None, "
+                            f"got {factors!r}")
+        values = []
+        for f in factors:
+            f = f.value if isinstance(f, E.IntImm) else f
+            if f is not None and (not isinstance(f, int) or isinstance(f, bool) or f <= 0):
+                raise errors.FactorError("split", f"factor {f!r} is not a positive int or None",
+                                         func, [node])
+            values.append(f)
+        if values.count(None) > 1:
+            raise errors.FactorError("split", f"factors {values} contain more than one None; "
+                                     "only one factor can be inferred", func, [node])
+        extent = const_int(simplify(node.extent))
+        known = reduce(lambda a, b: a * b, [v for v in values if v is not None], 1)
+        name = node.loop_var.name
+        if None in values:
+            if extent is None:
+                raise errors.FactorError("split", f"loop {name} has the symbolic extent {node.extent}; "
+                                         "give every factor as an int", func, [node])
+            values[values.index(None)] = -(-extent // known)
+        elif extent is not None and known != extent:
+            raise errors.FactorError(
+                "split", f"the factors {values} multiply to {known} but loop {name} has extent "
+                f"{extent}; make them multiply to {extent} or use None for one factor", func, [node])
+        total = reduce(lambda a, b: a * b, values, 1)
+        dtype = node.loop_var.dtype
+        new_vars = [E.Var(f"{name}_{k}", dtype) for k in range(len(values))]
+        fused_index, stride = None, 1
+        for var, factor in reversed(list(zip(new_vars, values))):
+            term = var if stride == 1 else var * E.const(stride, dtype)
+            fused_index = term if fused_index is None else term + fused_index
+            stride *= factor
+        if not (isinstance(node.min, E.IntImm) and node.min.value == 0):
+            fused_index = fused_index + node.min
+        ranges = {v: S.Range(E.const(0, dtype), E.const(f, dtype)) for v, f in zip(new_vars, values)}
+        body = substitute(node.body, {node.loop_var: fused_index}, ranges)
+        if total != extent:
+            bound = node.extent if extent is None else E.const(extent, dtype)
+            body = add_predicate(body, lambda _: simplify(fused_index - node.min, ranges) < bound)
+        for var, factor in reversed(list(zip(new_vars, values))):
+            body = S.For(var, E.const(0, dtype), E.const(factor, dtype), "serial", body)
+        self._replace(func_name, {id(node): body}, "split")
+        return [self._loop_rv_of_var(v, func_name) for v in new_vars]
+
+    @instruction
+    def fuse(self, *loops, preserve_unit_iters: bool = True):
+        """Fuse consecutive loops into one.
+
+        Requires: at least one loop; each loop is the only statement in the body of the one
+        before it (directly nested, no other statements in between).
+
+        Parameters: loops (LoopRV, outermost first).
+        Returns: the fused loop.
+        Raises: NotAdjacentError.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((8, 4), "float32")):
+        ...     for i, j in T.grid(8, 4):
+        ...         with T.block("A"):
+        ...             vi, vj = T.axis.remap("SS", [i, j])
+        ...             A[vi, vj] = T.float32(0)
+        >>> sch = tir.Schedule(f)
+        >>> i, j = sch.get_loops(sch.get_block("A"))
+        >>> ij = sch.fuse(i, j)
+        >>> print(sch.mod["main"].body.block.body)
+        for i_j_fused in range(32):
+            with T.block("A"):
+                vi = T.axis.spatial(8, i_j_fused // 4)
+                vj = T.axis.spatial(4, i_j_fused % 4)
+                T.reads()
+                T.writes(A[vi, vj])
+                A[vi, vj] = T.float32(0)
+        """
+        if not loops:
+            raise TypeError("sch.fuse: give at least one loop")
+        resolved = [self._resolve_loop(lp, "fuse", "loops") for lp in loops]
+        func_name = resolved[0][0]
+        func = self._func(func_name)
+        nodes = [r[1] for r in resolved]
+        for outer, inner in zip(nodes, nodes[1:]):
+            if outer.body is not inner:
+                raise errors.NotAdjacentError(
+                    "fuse", f"loop {inner.loop_var.name} is not the only statement directly inside "
+                    f"loop {outer.loop_var.name}; fuse needs directly nested loops", func, [outer, inner])
+        for n in nodes:
+            if not (isinstance(n.min, E.IntImm) and n.min.value == 0):
+                raise errors.NotAdjacentError("fuse", f"loop {n.loop_var.name} does not start at 0",
+                                              func, [n])
+            if n.kind == "thread_binding":
+                raise errors.WrongLoopKindError("fuse", f"loop {n.loop_var.name} is bound to "
+                                                f"{n.thread_binding}; fuse loops before binding",
+                                                func, [n])
+        dtype = nodes[0].loop_var.dtype
+        fused = E.Var("_".join(n.loop_var.name for n in nodes) + "_fused", dtype)
+        extent = simplify(reduce(lambda a, b: a * b, [n.extent for n in nodes]))
+        mapping, stride = {}, E.const(1, dtype)
+        for n in reversed(nodes):
+            value = fused if const_int(stride) == 1 else E.FloorDiv(fused, stride)
+            if n is not nodes[0]:
+                value = E.FloorMod(value, n.extent)
+            mapping[n.loop_var] = value
+            stride = simplify(stride * n.extent)
+        ranges = {fused: S.Range(E.const(0, dtype), extent)}
+        body = substitute(nodes[-1].body, mapping, ranges)
+        new_loop = S.For(fused, E.const(0, dtype), extent, "serial", body)
+        self._replace(func_name, {id(nodes[0]): new_loop}, "fuse")
+        return self._loop_rv_of_var(fused, func_name)
+
+    @instruction
+    def reorder(self, *ordered_loops) -> None:
+        """Reorder loops so they appear in the given order, outermost first.
+
+        Requires: the loops lie on one chain (each is an ancestor of the next deeper one), every
+        loop from the outermost to the innermost given loop has a single child (no blocks or
+        other statements in between), no loop is given twice.
+
+        Parameters: ordered_loops (LoopRV).
+        Raises: LoopsNotChainError, LoopNotAncestorError.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((8, 4), "float32")):
+        ...     for i, j in T.grid(8, 4):
+        ...         with T.block("A"):
+        ...             vi, vj = T.axis.remap("SS", [i, j])
+        ...             A[vi, vj] = T.float32(0)
+        >>> sch = tir.Schedule(f)
+        >>> i, j = sch.get_loops(sch.get_block("A"))
+        >>> sch.reorder(j, i)
+        >>> print(sch.mod["main"].body.block.body)
+        for j, i in T.grid(4, 8):
+            with T.block("A"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T.reads()
+                T.writes(A[vi, vj])
+                A[vi, vj] = T.float32(0)
+        """
+        if not ordered_loops:
+            return None
+        resolved = [self._resolve_loop(lp, "reorder", "ordered_loops") for lp in ordered_loops]
+        func_name, _, index = resolved[0]
+        func = self._func(func_name)
+        nodes = [r[1] for r in resolved]
+        if len({id(n) for n in nodes}) != len(nodes):
+            raise errors.LoopsNotChainError("reorder", "a loop is given more than once", func, nodes)
+        by_depth = sorted(nodes, key=lambda n: len(index.path(n)))
+        deepest = by_depth[-1]
+        chain_above = index.path(deepest)
+        for n in by_depth[:-1]:
+            if not any(a is n for a in chain_above):
+                raise errors.LoopNotAncestorError(
+                    "reorder", f"loops {n.loop_var.name} and {deepest.loop_var.name} are not nested "
+                    "one inside the other; reorder needs loops on one chain", func, [n, deepest])
+        top = by_depth[0]
+        chain, cursor = [top], top
+        while cursor is not deepest:
+            if not isinstance(cursor.body, S.For):
+                raise errors.LoopsNotChainError(
+                    "reorder", f"loop {cursor.loop_var.name} has more than one child or a block "
+                    f"between it and loop {deepest.loop_var.name}; the loops must form a chain of "
+                    "single-child loops", func, [cursor])
+            cursor = cursor.body
+            chain.append(cursor)
+        chain_vars = [c.loop_var for c in chain]
+        for c in chain:
+            if any(uses_var(c.min, v) or uses_var(c.extent, v) for v in chain_vars):
+                raise errors.LoopsNotChainError(
+                    "reorder", f"the range of loop {c.loop_var.name} depends on another loop of the "
+                    "chain", func, [c])
+        given = iter(ordered_loops and nodes)
+        new_chain = [next(given) if any(c is n for n in nodes) else c for c in chain]
+        body = deepest.body
+        for loop in reversed(new_chain):
+            body = loop.replace(body=body)
+        self._replace(func_name, {id(top): body}, "reorder")
+        return None
+
+

@@ -1,0 +1,208 @@
+"""tir.Schedule: transform a module step by step with primitives; every step is traced."""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...ir.module import IRModule
+from .. import stmt as S
+from ..function import PrimFunc
+from . import errors
+from .instruction import instruction
+from .lookup import FuncIndex, child_blocks, replace_stmts
+from .rv import BlockRV, LoopRV
+from .trace import Trace
+
+
+@dataclass
+class Step:
+    """One entry of ``sch.history``: the primitive call (as Python) and the module after it."""
+    call: str
+    mod: IRModule
+
+
+class ScheduleBase:
+    """State, handles and queries. The primitives live in mixins, one file per family."""
+
+    def __init__(self, mod, *, seed: int | None = None, check_numerics: bool = False,
+                 debug_mask=None):
+        if isinstance(mod, PrimFunc):
+            mod = IRModule({"main": mod})
+        if not isinstance(mod, IRModule):
+            raise TypeError(f"tir.Schedule expects an IRModule or PrimFunc, got {type(mod).__name__}")
+        self._mod = mod
+        self.trace = Trace()
+        self.history: list[Step] = [Step("# initial module", mod)]
+        self.seed = seed
+        self._rng = np.random.default_rng(seed)
+        self.check_numerics = check_numerics
+        self._reference_results: dict = {}
+        self._last_decision = None
+
+    # -- the module ------------------------------------------------------------------------
+    @property
+    def mod(self) -> IRModule:
+        return self._mod
+
+    def show(self, **kwargs) -> None:
+        self._mod.show(**kwargs)
+
+    def copy(self) -> "ScheduleBase":
+        other = type(self).__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other.trace = Trace(list(self.trace.insts))
+        other.history = list(self.history)
+        other._rng = np.random.default_rng(self._rng.integers(2**63))
+        other._reference_results = dict(self._reference_results)
+        return other
+
+    def _default_func_name(self) -> str:
+        names = [gv.name_hint for gv in self._mod.functions
+                 if isinstance(self._mod[gv], PrimFunc)]
+        if "main" in names or len(names) != 1:
+            return "main"
+        return names[0]
+
+    def _func(self, func_name: str) -> PrimFunc:
+        return self._mod[func_name]
+
+    def _index(self, func_name: str) -> FuncIndex:
+        return FuncIndex(self._mod[func_name])
+
+    def _update(self, func_name: str, new_func: PrimFunc, primitive: str) -> None:
+        """Install ``new_func``; with check_numerics, first prove it computes the same results."""
+        if self.check_numerics:
+            self._check_numerics(func_name, new_func, primitive)
+        self._mod = self._mod.with_function(func_name, new_func)
+
+    def _replace(self, func_name: str, replacements: dict, primitive: str) -> PrimFunc:
+        new_func = replace_stmts(self._func(func_name), replacements)
+        self._update(func_name, new_func, primitive)
+        return new_func
+
+    # -- handles ---------------------------------------------------------------------------
+    def _resolve_block(self, block, primitive: str, param: str = "block"):
+        """(func_name, BlockRealize, FuncIndex) for a BlockRV or block name."""
+        if isinstance(block, str):
+            block = self.get_block.__wrapped__(self, block)
+        if not isinstance(block, BlockRV):
+            raise TypeError(f"sch.{primitive}: parameter '{param}' expects a BlockRV (from "
+                            f"sch.get_block), got {type(block).__name__}: {block!r}")
+        index = self._index(block.func_name)
+        realize = index.blocks.get(block.name)
+        if realize is None:
+            raise errors.InvalidHandleError(
+                primitive, f'block "{block.name}" no longer exists in function {block.func_name} '
+                "(an earlier primitive removed or replaced it)", self._func(block.func_name),
+                func_name=block.func_name)
+        return block.func_name, realize, index
+
+    def _resolve_loop(self, loop, primitive: str, param: str = "loop"):
+        """(func_name, For, FuncIndex) for a LoopRV."""
+        if not isinstance(loop, LoopRV):
+            raise TypeError(f"sch.{primitive}: parameter '{param}' expects a LoopRV (from "
+                            f"sch.get_loops or sch.split), got {type(loop).__name__}: {loop!r}")
+        index = self._index(loop.func_name)
+        node = index.loops.get(id(loop.var))
+        if node is None:
+            raise errors.InvalidHandleError(
+                primitive, f"loop {loop.var.name} no longer exists in function {loop.func_name} "
+                "(an earlier split/fuse/compute_at replaced it; get fresh handles with sch.get_loops)",
+                self._func(loop.func_name), func_name=loop.func_name)
+        return loop.func_name, node, index
+
+    def _block_rv(self, realize: S.BlockRealize, func_name: str) -> BlockRV:
+        return BlockRV(realize.block.name_hint, func_name)
+
+    def _loop_rv(self, loop: S.For, func_name: str) -> LoopRV:
+        return LoopRV(loop.loop_var, func_name)
+
+    def _loop_rv_of_var(self, var, func_name: str) -> LoopRV:
+        return LoopRV(var, func_name)
+
+    # -- queries (traced, so a trace replays from scratch) ------------------------------------
+    @instruction
+    def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
+        """The block called ``name`` in function ``func_name`` (default: the only/main function)."""
+        if not isinstance(name, str):
+            raise TypeError(f"sch.get_block: parameter 'name' expects a str, got {type(name).__name__}")
+        func_name = func_name or self._default_func_name()
+        if func_name not in self._mod:
+            raise errors.BlockNotFoundError(
+                "get_block", f"the module has no function {func_name!r}; it has "
+                f"{', '.join(gv.name_hint for gv in self._mod.functions)}")
+        index = self._index(func_name)
+        if name not in index.blocks or name == "root":
+            names = [n for n in index.blocks if n != "root"]
+            close = difflib.get_close_matches(name, names, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise errors.BlockNotFoundError(
+                "get_block", f"no block named {name!r} in function {func_name} (blocks: "
+                f"{', '.join(names) or 'none'}){hint}", self._func(func_name), func_name=func_name)
+        return BlockRV(name, func_name)
+
+    @instruction
+    def get_loops(self, block) -> list[LoopRV]:
+        """The loops around ``block`` up to its enclosing block, outermost first."""
+        func_name, realize, index = self._resolve_block(block, "get_loops")
+        return [self._loop_rv(loop, func_name) for loop in index.loops_above(realize)]
+
+    @instruction
+    def get_child_blocks(self, block_or_loop) -> list[BlockRV]:
+        """The blocks directly under a block or loop."""
+        if isinstance(block_or_loop, LoopRV):
+            func_name, node, _ = self._resolve_loop(block_or_loop, "get_child_blocks", "block_or_loop")
+        else:
+            func_name, node, _ = self._resolve_block(block_or_loop, "get_child_blocks", "block_or_loop")
+        return [self._block_rv(b, func_name) for b in child_blocks(node)]
+
+    @instruction
+    def get_producers(self, block) -> list[BlockRV]:
+        """Blocks in the same scope that write a buffer ``block`` reads."""
+        return self._neighbours(block, "get_producers", producers=True)
+
+    @instruction
+    def get_consumers(self, block) -> list[BlockRV]:
+        """Blocks in the same scope that read a buffer ``block`` writes."""
+        return self._neighbours(block, "get_consumers", producers=False)
+
+    def _neighbours(self, block, primitive: str, producers: bool) -> list[BlockRV]:
+        func_name, realize, index = self._resolve_block(block, primitive)
+        scope = index.parent_block(realize)
+        siblings = child_blocks(scope) if scope is not None else []
+        mine = {id(r.buffer) for r in (realize.block.reads if producers else realize.block.writes)}
+        out = []
+        for other in siblings:
+            if other is realize:
+                continue
+            theirs = other.block.writes if producers else other.block.reads
+            if any(id(r.buffer) in mine for r in theirs):
+                out.append(self._block_rv(other, func_name))
+        return out
+
+    # -- seeing the change --------------------------------------------------------------------
+    def _record_step(self) -> None:
+        call = self.trace.as_python()[-1]
+        self.history.append(Step(call, self._mod))
+
+    def show_diff(self, step: int = -1) -> None:
+        """Show the module before and after a step (default: the last one)."""
+        from ...ir.diff import show_diff
+        if len(self.history) < 2:
+            print("no step has changed the module yet")
+            return
+        after = self.history[step]
+        before = self.history[self.history.index(after) - 1]
+        show_diff(before.mod, after.mod, title=after.call)
+
+    # -- numerics guard --------------------------------------------------------------------
+    def _check_numerics(self, func_name: str, new_func: PrimFunc, primitive: str) -> None:
+        from .numerics import compare_with_reference
+        original = self.history[0].mod[func_name]
+        problem = compare_with_reference(original, new_func, self._reference_results, func_name)
+        if problem:
+            raise errors.NumericsChangedError(
+                primitive, f"after this step function {func_name} computes different results: "
+                f"{problem}", new_func, func_name=func_name)

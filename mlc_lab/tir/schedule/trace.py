@@ -1,0 +1,136 @@
+"""Traces: every primitive and sampling decision a schedule made, printable as Python that
+replays it, and savable as JSON."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .rv import BlockRV, LoopRV
+
+
+@dataclass
+class Instruction:
+    kind: str                      # the Schedule method name, e.g. "split"
+    args: list                     # positional arguments (RVs, lists, literals)
+    kwargs: dict                   # keyword arguments
+    outputs: Any                   # an RV, a list of RVs, a sampled value, or None
+    decision: Any = None           # what a sampling instruction chose
+
+
+@dataclass
+class Trace:
+    insts: list = field(default_factory=list)
+
+    # -- printing --------------------------------------------------------------------------
+    def as_python(self) -> list[str]:
+        names: dict[int, str] = {}
+        lines = []
+        for inst in self.insts:
+            def text(v):
+                if isinstance(v, (BlockRV, LoopRV)) or id(v) in names:
+                    return names.get(id(v), repr(v))
+                if isinstance(v, (list, tuple)):
+                    return "[" + ", ".join(text(x) for x in v) + "]"
+                if callable(v) and hasattr(v, "__name__"):
+                    return getattr(v, "_source", v.__name__)
+                return json.dumps(v) if isinstance(v, str) else repr(v)
+            call_args = [text(a) for a in inst.args]
+            call_args += [f"{k}={text(v)}" for k, v in inst.kwargs.items()]
+            if inst.decision is not None:
+                call_args.append(f"decision={text(inst.decision)}")
+            call = f"sch.{inst.kind}({', '.join(call_args)})"
+            outs = inst.outputs if isinstance(inst.outputs, list) else \
+                [] if inst.outputs is None else [inst.outputs]
+            for o in outs:
+                prefix = "b" if isinstance(o, BlockRV) else "l" if isinstance(o, LoopRV) else "v"
+                names[id(o)] = f"{prefix}{len(names)}"
+            if isinstance(inst.outputs, list):
+                lhs = ", ".join(names[id(o)] for o in outs) + ("," if len(outs) == 1 else "")
+                lines.append(f"{lhs} = {call}" if outs else call)
+            elif inst.outputs is not None:
+                lines.append(f"{names[id(inst.outputs)]} = {call}")
+            else:
+                lines.append(call)
+        return lines
+
+    def __str__(self) -> str:
+        return "\n".join(["# from mlc_lab import tir", "# sch = tir.Schedule(mod)"] + self.as_python())
+
+    def show(self) -> None:
+        from ...script.highlight import display_code
+        display_code(str(self))
+
+    # -- JSON ------------------------------------------------------------------------------
+    def as_json(self) -> list:
+        ids: dict[int, str] = {}
+
+        def enc(v):
+            if isinstance(v, (BlockRV, LoopRV)):
+                return {"rv": ids[id(v)]}
+            if isinstance(v, (list, tuple)):
+                return [enc(x) for x in v]
+            if callable(v):
+                raise TypeError(f"cannot save {v!r} to JSON: give index maps as strings of Python "
+                                "lambdas, e.g. \"lambda i, j: (j, i)\"")
+            return v
+        out = []
+        for inst in self.insts:
+            args, kwargs = enc(inst.args), {k: enc(v) for k, v in inst.kwargs.items()}
+            outs = inst.outputs if isinstance(inst.outputs, list) else [inst.outputs]
+            for o in outs:
+                if isinstance(o, (BlockRV, LoopRV)):
+                    ids[id(o)] = f"{'b' if isinstance(o, BlockRV) else 'l'}{len(ids)}"
+            out.append({"kind": inst.kind, "args": args, "kwargs": kwargs,
+                        "outputs": _enc_outputs(inst.outputs, ids), "decision": inst.decision})
+        return out
+
+    @staticmethod
+    def from_json(obj) -> "Trace":
+        """Rebuild a trace from ``as_json`` output; RV placeholders are re-bound when applied."""
+        if isinstance(obj, str):
+            obj = json.loads(obj)
+        insts = [Instruction(d["kind"], d["args"], d["kwargs"], d["outputs"], d.get("decision"))
+                 for d in obj]
+        return Trace(insts)
+
+    # -- replay ----------------------------------------------------------------------------
+    def apply_to_schedule(self, sch, remove_postproc: bool = False, decisions: dict | None = None):
+        """Replay every instruction on ``sch``; ``decisions`` maps instruction index -> a new
+        decision for sampling instructions."""
+        rv_map: dict = {}
+
+        def dec(v):
+            if isinstance(v, dict) and "rv" in v:
+                return rv_map[v["rv"]]
+            if isinstance(v, (BlockRV, LoopRV)):
+                return rv_map[id(v)]
+            if isinstance(v, list):
+                return [dec(x) for x in v]
+            return v
+        for index, inst in enumerate(self.insts):
+            kwargs = {k: dec(v) for k, v in inst.kwargs.items()}
+            decision = (decisions or {}).get(index, inst.decision)
+            if decision is not None:
+                kwargs["decision"] = decision
+            result = getattr(sch, inst.kind)(*[dec(a) for a in inst.args], **kwargs)
+            _bind_outputs(inst.outputs, result, rv_map)
+        return sch
+
+
+def _enc_outputs(outputs, ids):
+    if isinstance(outputs, list):
+        return [_enc_outputs(o, ids) for o in outputs]
+    if isinstance(outputs, (BlockRV, LoopRV)):
+        return {"rv": ids[id(outputs)]}
+    return None
+
+
+def _bind_outputs(old, new, rv_map):
+    if isinstance(old, list):
+        for o, n in zip(old, new):
+            _bind_outputs(o, n, rv_map)
+    elif isinstance(old, dict) and "rv" in old:
+        rv_map[old["rv"]] = new
+    elif isinstance(old, (BlockRV, LoopRV)):
+        rv_map[id(old)] = new

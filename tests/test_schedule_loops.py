@@ -1,0 +1,248 @@
+"""Schedule core and loop primitives: split, fuse, reorder, parallel/vectorize/unroll/bind,
+annotate; handles, traces, history and errors."""
+import numpy as np
+import pytest
+
+from mlc_lab import tir
+from mlc_lab.ir import assert_structural_equal, structural_equal
+from mlc_lab.script import tir as T
+from mlc_lab.tir.schedule import numerics
+
+from corpus import mm_relu
+
+
+def assert_same_numerics(before, after):
+    args = numerics.random_arguments(before)
+    for want, got in zip(numerics.run(before, args), numerics.run(after, args)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def assert_replays(sch, original):
+    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
+    assert_structural_equal(replayed.mod, sch.mod)
+
+
+@T.prim_func
+def mm_relu_split_reordered(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+                            C: T.Buffer((128, 128), "float32")):
+    T.func_attr({"global_symbol": "mm_relu", "tir.noalias": True})
+    Y = T.alloc_buffer((128, 128))
+    for i, j0, k, j1 in T.grid(128, 32, 128, 4):
+        with T.block("Y"):
+            vi = T.axis.spatial(128, i)
+            vj = T.axis.spatial(128, j0 * 4 + j1)
+            vk = T.axis.reduce(128, k)
+            with T.init():
+                Y[vi, vj] = T.float32(0)
+            Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+    for i, j in T.grid(128, 128):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+
+def test_course_split_and_reorder():
+    sch = tir.Schedule(mm_relu)
+    block_Y = sch.get_block("Y", func_name="main")
+    i, j, k = sch.get_loops(block_Y)
+    j0, j1 = sch.split(j, factors=[None, 4])
+    sch.reorder(j0, k, j1)
+    assert_structural_equal(sch.mod["main"], mm_relu_split_reordered)
+    assert_same_numerics(mm_relu, sch.mod["main"])
+    assert_replays(sch, mm_relu)
+    assert sch.trace.as_python()[-2:] == ["l4, l5 = sch.split(loop=l2, factors=[None, 4])",
+                                          "sch.reorder(l4, l3, l5)"]
+
+
+@T.prim_func
+def vector_add_300(A: T.Buffer((300,), "float32"), B: T.Buffer((300,), "float32")):
+    for i in range(300):
+        with T.block("B"):
+            vi = T.axis.spatial(300, i)
+            B[vi] = A[vi] + T.float32(1)
+
+
+@T.prim_func
+def vector_add_300_split(A: T.Buffer((300,), "float32"), B: T.Buffer((300,), "float32")):
+    for i0, i1 in T.grid(3, 128):
+        with T.block("B"):
+            vi = T.axis.spatial(300, i0 * 128 + i1)
+            T.where(i0 * 128 + i1 < 300)
+            B[vi] = A[vi] + T.float32(1)
+
+
+def test_non_dividing_split_adds_predicate():
+    sch = tir.Schedule(vector_add_300)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    sch.split(i, [None, 128])
+    assert_structural_equal(sch.mod["main"].with_attr("global_symbol", "x"),
+                            vector_add_300_split.with_attr("global_symbol", "x"))
+    assert_same_numerics(vector_add_300, sch.mod["main"])
+
+
+def test_vector_add_split_bind():
+    sch = tir.Schedule(vector_add_300)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    bx, tx = sch.split(i, [None, 64])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    loop = sch.mod["main"].body.block.body
+    assert (loop.kind, loop.thread_binding) == ("thread_binding", "blockIdx.x")
+    assert (loop.body.kind, loop.body.thread_binding) == ("thread_binding", "threadIdx.x")
+    assert_same_numerics(vector_add_300, sch.mod["main"])
+    assert_replays(sch, vector_add_300)
+
+
+def test_fuse_then_split_numerics_and_structure():
+    sch = tir.Schedule(mm_relu)
+    block_C = sch.get_block("C")
+    i, j = sch.get_loops(block_C)
+    fused = sch.fuse(i, j)
+    outer, inner = sch.split(fused, [None, 8])
+    sch.parallel(outer)
+    sch.vectorize(inner)
+    realize = sch.mod["main"].body.block.body.seq[1].body.body
+    assert [type(v).__name__ for v in realize.iter_values] == ["FloorDiv", "FloorMod"]
+    assert realize.iter_values[0].script() == "(i_j_fused_0 * 8 + i_j_fused_1) // 128"
+    assert_same_numerics(mm_relu, sch.mod["main"])
+    assert_replays(sch, mm_relu)
+
+
+def test_unroll_and_annotate_block():
+    sch = tir.Schedule(mm_relu)
+    b = sch.get_block("Y")
+    _, _, k = sch.get_loops(b)
+    sch.unroll(k)   # allowed on a reduction loop
+    sch.annotate(b, "meta_schedule.tiling_structure", "SSRSRS")
+    block = sch.get_child_blocks(sch.get_loops(b)[0])
+    assert [bb.name for bb in block] == ["Y"]
+    text = sch.mod.script()
+    assert 'T.block_attr({"meta_schedule.tiling_structure": "SSRSRS"})' in text
+    sch.unannotate(b, "meta_schedule.tiling_structure")
+    assert "block_attr" not in sch.mod.script()
+    assert_replays(sch, mm_relu)
+
+
+def test_producers_and_consumers():
+    sch = tir.Schedule(mm_relu)
+    assert [b.name for b in sch.get_consumers(sch.get_block("Y"))] == ["C"]
+    assert [b.name for b in sch.get_producers(sch.get_block("C"))] == ["Y"]
+    assert sch.get_producers(sch.get_block("Y")) == []
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+def _unchanged_after(sch, action, error, *fragments):
+    before = sch.mod
+    with pytest.raises(error) as err:
+        action()
+    assert sch.mod is before
+    for fragment in fragments:
+        assert fragment in str(err.value), str(err.value)
+    return str(err.value)
+
+
+def test_split_errors():
+    sch = tir.Schedule(mm_relu)
+    i, j, k = sch.get_loops(sch.get_block("Y"))
+    message = _unchanged_after(sch, lambda: sch.split(j, [3, 5]), tir.schedule.FactorError,
+                               "sch.split", "multiply to 15", "loop j has extent 128")
+    assert "^^^" in message
+    _unchanged_after(sch, lambda: sch.split(j, [None, None]), tir.schedule.FactorError, "more than one None")
+    _unchanged_after(sch, lambda: sch.split(j, [0, None]), tir.schedule.FactorError, "factor 0")
+    with pytest.raises(TypeError, match="parameter 'loop' expects a LoopRV"):
+        sch.split(sch.get_block("Y"), [None, 4])
+
+
+def test_handles_go_stale_with_clear_errors():
+    sch = tir.Schedule(mm_relu)
+    i, j, k = sch.get_loops(sch.get_block("Y"))
+    sch.split(j, [None, 4])
+    _unchanged_after(sch, lambda: sch.split(j, [None, 2]), tir.schedule.InvalidHandleError,
+                     "loop j no longer exists")
+    _unchanged_after(sch, lambda: sch.get_block("Z"), tir.schedule.BlockNotFoundError,
+                     "no block named 'Z'", "blocks: Y, C")
+
+
+def test_reorder_errors():
+    sch = tir.Schedule(mm_relu)
+    i, j, k = sch.get_loops(sch.get_block("Y"))
+    ci, cj = sch.get_loops(sch.get_block("C"))
+    _unchanged_after(sch, lambda: sch.reorder(k, ci), tir.schedule.LoopNotAncestorError,
+                     "not nested one inside the other")
+    _unchanged_after(sch, lambda: sch.reorder(k, k), tir.schedule.LoopsNotChainError, "more than once")
+
+
+def test_fuse_error_names_loops():
+    sch = tir.Schedule(mm_relu)
+    i, j, k = sch.get_loops(sch.get_block("Y"))
+    _unchanged_after(sch, lambda: sch.fuse(i, k), tir.schedule.NotAdjacentError,
+                     "loop k is not the only statement directly inside loop i")
+
+
+def test_parallel_reduction_loop_is_rejected():
+    sch = tir.Schedule(mm_relu)
+    i, j, k = sch.get_loops(sch.get_block("Y"))
+    message = _unchanged_after(sch, lambda: sch.parallel(k), tir.schedule.WrongLoopKindError,
+                               "loop k is bound to the reduce iterator vk", 'block "Y"')
+    assert "^" in message
+    _unchanged_after(sch, lambda: sch.bind(i, "threadIdx.w"), tir.schedule.ThreadBindingError,
+                     "unknown thread axis 'threadIdx.w'")
+
+
+@T.prim_func
+def two_writers(A: T.Buffer((16,), "float32")):
+    for i in range(16):
+        with T.block("first"):
+            vi = T.axis.spatial(16, i)
+            A[vi] = T.float32(1)
+    for i in range(16):
+        with T.block("second"):
+            vi = T.axis.spatial(16, i)
+            A[vi] = A[vi] + T.float32(1)
+
+
+def test_vectorize_needs_compact_dataflow():
+    sch = tir.Schedule(two_writers)
+    (i,) = sch.get_loops(sch.get_block("second"))
+    _unchanged_after(sch, lambda: sch.vectorize(i), tir.schedule.NotCompactDataflowError,
+                     'block "second" is not the only writer of buffer A')
+
+
+def test_history_and_diff(capsys):
+    sch = tir.Schedule(mm_relu)
+    i, j, k = sch.get_loops(sch.get_block("Y"))
+    sch.split(j, [None, 4])
+    sch.reorder(k, i)
+    assert [s.call for s in sch.history][1:] == ["l4, l5 = sch.split(loop=l2, factors=[None, 4])",
+                                                 "sch.reorder(l3, l1)"]
+    assert structural_equal(sch.history[0].mod, tir.Schedule(mm_relu).mod)
+    sch.show_diff()
+    out = capsys.readouterr().out
+    assert "-        for i, j_0, j_1, k in T.grid(128, 32, 4, 128):" in out
+    assert "+        for k, j_0, j_1, i in T.grid(128, 32, 4, 128):" in out
+
+
+def test_copy_is_independent():
+    sch = tir.Schedule(mm_relu)
+    i, j, k = sch.get_loops(sch.get_block("Y"))
+    other = sch.copy()
+    other.split(j, [None, 4])
+    assert structural_equal(sch.mod, tir.Schedule(mm_relu).mod)
+    assert len(other.trace.insts) == len(sch.trace.insts) + 1
+
+
+@T.prim_func
+def bad_reorder_target(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
+    for i, j in T.grid(8, 8):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+
+
+def test_check_numerics_accepts_legal_steps():
+    sch = tir.Schedule(bad_reorder_target, check_numerics=True)
+    i, j = sch.get_loops(sch.get_block("B"))
+    sch.reorder(j, i)
+    sch.split(i, [2, 4])
+    assert len(sch.history) == 3
