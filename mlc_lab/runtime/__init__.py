@@ -1,0 +1,9 @@
+"""Running compiled programs: devices, NDArrays, runtime Modules, and the reference interpreter."""
+from . import ndarray
+from .device import Device, cpu, cuda
+from .interpreter import Program, run
+from .module import BenchmarkResult, Module, bind_arguments
+from .ndarray import NDArray
+
+__all__ = ["BenchmarkResult", "Device", "Module", "NDArray", "Program", "bind_arguments", "cpu",
+           "cuda", "ndarray", "run"]

@@ -1,0 +1,212 @@
+"""Runtime modules: what ``mlc_lab.build`` returns. Functions by name, argument checking shared by
+every backend, and ``time_evaluator``.
+
+Calling a function checks its arguments against the PrimFunc's parameters before anything runs,
+so a wrong call says which parameter is wrong and how, instead of failing deep inside a kernel.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import numpy as np
+
+from ..tir import dtype as dt
+from ..tir.buffer import Buffer
+from ..tir.expr import IntImm, Var
+from .device import Device
+from .interpreter_expr import Evaluator, np_dtype
+from .ndarray import NDArray
+
+
+def bind_arguments(func, name: str, args) -> tuple[list, dict]:
+    """Check ``args`` against ``func.params``; return the numpy array (or scalar) for each
+    parameter and the values of scalar parameters and symbolic shape variables."""
+    params = func.params
+    if len(args) != len(params):
+        raise TypeError(f"{name}() takes {len(params)} argument(s) ({_names(params)}) but "
+                        f"{len(args)} were given")
+    env: dict = {}
+    origin: dict = {}  # shape variable -> the parameter whose argument bound it
+    values, derived = [], []
+    for param, arg in zip(params, args):
+        if isinstance(param, Var):
+            value = _scalar(name, param, arg)
+            if param in env and env[param] != value:
+                raise ValueError(f"{name}(): parameter {param.name} is {value} but {origin[param]} "
+                                 f"needs {param.name} = {env[param]}")
+            env[param], origin[param] = value, f"argument {param.name}"
+            values.append(value)
+            continue
+        array = _array(name, param, arg)
+        for axis, (dim, given) in enumerate(zip(param.shape, array.shape)):
+            if isinstance(dim, IntImm):
+                if dim.value != given:
+                    raise ValueError(f"{name}(): parameter {param.name}: dimension {axis} "
+                                     f"should be {dim.value} but is {given} (array shape "
+                                     f"{array.shape}, expected {_shape_text(param)})")
+            elif isinstance(dim, Var):
+                if dim not in env:
+                    env[dim], origin[dim] = np_dtype(dim.dtype).type(given), param.name
+                elif int(env[dim]) != given:
+                    raise ValueError(f"{name}(): parameter {param.name}: dimension {axis} is "
+                                     f"{dim.name} = {int(env[dim])} from {origin[dim]} but "
+                                     f"{param.name} has {given}")
+            else:
+                derived.append((param, axis, dim, given))
+        values.append(array)
+    for param, axis, dim, given in derived:
+        try:
+            expected = int(Evaluator(env, {}).eval(dim))
+        except RuntimeError:  # uses a variable no argument binds: nothing to check against
+            continue
+        if expected != given:
+            raise ValueError(f"{name}(): parameter {param.name}: dimension {axis} should be "
+                             f"{expected} (from {_shape_text(param)}) but is {given}")
+    return values, env
+
+
+def _names(params) -> str:
+    return ", ".join(p.name for p in params)
+
+
+def _shape_text(buffer: Buffer) -> str:
+    dims = [str(d.value) if isinstance(d, IntImm) else d.name if isinstance(d, Var) else "?"
+            for d in buffer.shape]
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def _array(name: str, param: Buffer, arg) -> np.ndarray:
+    if isinstance(arg, NDArray):
+        array = arg.numpy_view()
+    elif isinstance(arg, np.ndarray):
+        array = arg
+    else:
+        raise TypeError(f"{name}(): parameter {param.name} expects an NDArray or numpy array of "
+                        f"shape {_shape_text(param)} and dtype {param.dtype}, got "
+                        f"{type(arg).__name__}")
+    if array.dtype != np_dtype(param.dtype):
+        raise TypeError(f"{name}(): parameter {param.name} expects dtype {param.dtype} but got "
+                        f"{array.dtype.name}")
+    if array.ndim != len(param.shape):
+        raise ValueError(f"{name}(): parameter {param.name} expects a {len(param.shape)}-d array "
+                         f"of shape {_shape_text(param)} but got a {array.ndim}-d array of shape "
+                         f"{array.shape}")
+    return array
+
+
+def _scalar(name: str, param: Var, arg):
+    if isinstance(arg, np.ndarray) and arg.ndim == 0:
+        arg = arg.item()
+    elif isinstance(arg, np.generic):
+        arg = arg.item()
+    ok = isinstance(arg, bool) if dt.is_bool(param.dtype) else (
+        isinstance(arg, int) and not isinstance(arg, bool) if dt.is_int(param.dtype)
+        else isinstance(arg, (int, float)) and not isinstance(arg, bool))
+    if not ok:
+        raise TypeError(f"{name}(): parameter {param.name} expects a {param.dtype} scalar, got "
+                        f"{type(arg).__name__} {arg!r}")
+    try:
+        return np_dtype(param.dtype).type(arg)
+    except OverflowError:
+        raise ValueError(f"{name}(): parameter {param.name}: {arg} does not fit in "
+                         f"{param.dtype}") from None
+
+
+class BenchmarkResult:
+    """Timings from ``time_evaluator``: ``results`` holds the mean seconds per call of each
+    repeat; ``mean``, ``median``, ``min``, ``max``, ``std`` summarise them."""
+
+    def __init__(self, results):
+        self.results = tuple(results)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.results)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.results)
+
+    @property
+    def min(self) -> float:
+        return min(self.results)
+
+    @property
+    def max(self) -> float:
+        return max(self.results)
+
+    @property
+    def std(self) -> float:
+        return statistics.pstdev(self.results)
+
+    def __repr__(self) -> str:
+        ms = [f"{x * 1e3:.4f}" for x in (self.mean, self.median, self.max, self.min, self.std)]
+        return ("Execution time summary:\n mean (ms)   median (ms)    max (ms)     min (ms)     "
+                "std (ms)\n" + "   ".join(f"{m:>10}" for m in ms))
+
+
+class Module:
+    """A built library: ``lib["name"](*args)``, ``lib(*args)`` when it holds one function,
+    ``lib.get_function(name)``, ``lib.time_evaluator(name, dev)``."""
+
+    def __init__(self, functions: dict, target: str = "python"):
+        self._functions = dict(functions)
+        self.target = target
+
+    @property
+    def function_names(self) -> list[str]:
+        return list(self._functions)
+
+    def get_function(self, name: str):
+        if name not in self._functions:
+            known = ", ".join(self._functions) or "none"
+            raise KeyError(f"module has no function named {name!r}; it has: {known}")
+        return self._functions[name]
+
+    def __getitem__(self, name: str):
+        return self.get_function(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._functions
+
+    def __call__(self, *args):
+        if len(self._functions) != 1:
+            raise TypeError(f"this module holds {len(self._functions)} functions "
+                            f"({', '.join(self._functions)}); call one by name: lib[name](...)")
+        return next(iter(self._functions.values()))(*args)
+
+    def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0):
+        """A callable taking the function's arguments and returning a BenchmarkResult. Each of
+        ``repeat`` measurements times ``number`` calls (more when they take under
+        ``min_repeat_ms``); one untimed call runs first to warm up."""
+        func = self.get_function(func_name)
+        if not isinstance(dev, Device):
+            raise TypeError(f"time_evaluator expects a Device such as mlc_lab.cpu(), got "
+                            f"{type(dev).__name__}")
+        if number < 1 or repeat < 1:
+            raise ValueError("time_evaluator: number and repeat must be at least 1")
+
+        def evaluate(*args) -> BenchmarkResult:
+            func(*args)
+            results, calls = [], number
+            for index in range(repeat):
+                while True:
+                    start = time.perf_counter()
+                    for _ in range(calls):
+                        func(*args)
+                    elapsed = time.perf_counter() - start
+                    if elapsed * 1e3 >= min_repeat_ms:
+                        break
+                    per_call_ms = max(elapsed * 1e3 / calls, 1e-6)
+                    calls = max(math.ceil(min_repeat_ms / per_call_ms), calls * 2)
+                results.append(elapsed / calls)
+                if cooldown_interval_ms and index + 1 < repeat:
+                    time.sleep(cooldown_interval_ms / 1e3)
+            return BenchmarkResult(results)
+        return evaluate
+
+    def __repr__(self) -> str:
+        return f"<mlc_lab runtime Module target={self.target!r} functions={self.function_names}>"
