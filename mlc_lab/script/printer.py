@@ -6,24 +6,16 @@ in ``underline`` get a caret line beneath them, so errors can point at the culpr
 from __future__ import annotations
 
 import json
-import math
 
 from ..ir.module import IRModule
-from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
+from .printer_expr import ExprPrinter, caret_line, strip_marks
 
 INDENT = "    "
-_MARK_OPEN, _MARK_CLOSE = "\x01", "\x02"
 
-# Python operator precedence, lowest first.
-_P_OR, _P_AND, _P_NOT, _P_CMP, _P_ADD, _P_MUL, _P_UNARY, _P_ATOM = range(1, 9)
-_BINOPS = {E.Add: ("+", _P_ADD), E.Sub: ("-", _P_ADD), E.Mul: ("*", _P_MUL),
-           E.FloorDiv: ("//", _P_MUL), E.FloorMod: ("%", _P_MUL),
-           E.LT: ("<", _P_CMP), E.LE: ("<=", _P_CMP), E.GT: (">", _P_CMP), E.GE: (">=", _P_CMP),
-           E.EQ: ("==", _P_CMP), E.NE: ("!=", _P_CMP), E.And: ("and", _P_AND), E.Or: ("or", _P_OR)}
 _LOOP_FUNCS = {"parallel": "T.parallel", "vectorized": "T.vectorized", "unrolled": "T.unroll",
                "serial": "T.serial"}
 
@@ -38,7 +30,7 @@ def script(node, underline=(), line_numbers: bool = False, name: str | None = No
     elif isinstance(node, S.Stmt):
         printer.stmt(node, 0)
     elif isinstance(node, E.PrimExpr):
-        return _strip_marks(printer.expr(node))
+        return strip_marks(printer.expr(node))
     else:
         return printer.other(node)
     return printer.render(line_numbers)
@@ -51,16 +43,10 @@ def show(node, underline=(), line_numbers: bool = False, name: str | None = None
     display_code(text)
 
 
-def _strip_marks(text: str) -> str:
-    return text.replace(_MARK_OPEN, "").replace(_MARK_CLOSE, "")
-
-
-class _Printer:
+class _Printer(ExprPrinter):
     def __init__(self, underline=()):
-        self.underline = {id(n) for n in underline}
+        super().__init__(underline)
         self.lines: list[tuple[int, str]] = []
-        self.names: dict[int, str] = {}
-        self.used: set[str] = set()
         self.loop_ranges: dict[int, S.Range] = {}   # loop var id -> range, for T.axis.remap
 
     # -- output ----------------------------------------------------------------------------
@@ -72,31 +58,12 @@ class _Printer:
         width = len(str(len(self.lines)))
         for number, (indent, text) in enumerate(self.lines, start=1):
             line = INDENT * indent + text
-            carets = _caret_line(line)
+            carets = caret_line(line)
             prefix = f"{number:>{width}} | " if line_numbers else ""
-            out.append(prefix + _strip_marks(line))
+            out.append(prefix + strip_marks(line))
             if carets:
                 out.append(" " * len(prefix) + carets)
         return "\n".join(out)
-
-    def mark(self, node, text: str) -> str:
-        return f"{_MARK_OPEN}{text}{_MARK_CLOSE}" if id(node) in self.underline else text
-
-    # -- names -----------------------------------------------------------------------------
-    def define(self, obj, hint: str) -> str:
-        base = hint if hint.isidentifier() else "v_" + "".join(c if c.isalnum() else "_" for c in hint)
-        name, k = base, 0
-        while name in self.used or name in ("T", "I", "R"):
-            k += 1
-            name = f"{base}_{k}"
-        self.used.add(name)
-        self.names[id(obj)] = name
-        return name
-
-    def name_of(self, obj) -> str:
-        if id(obj) not in self.names:
-            return self.define(obj, obj.name)
-        return self.names[id(obj)]
 
     # -- modules and functions --------------------------------------------------------------
     def module(self, mod: IRModule) -> None:
@@ -326,96 +293,16 @@ class _Printer:
 
     def other(self, node) -> str:
         if isinstance(node, S.BufferRegion):
-            return _strip_marks(self.region(node))
+            return strip_marks(self.region(node))
         if isinstance(node, Buffer):
-            return _strip_marks(f"{self.name_of(node)}: {self.buffer_decl('T.Buffer', node, True)}")
+            return strip_marks(f"{self.name_of(node)}: {self.buffer_decl('T.Buffer', node, True)}")
         if isinstance(node, S.Range):
-            return _strip_marks(f"range({self.expr(node.min)}, {self.expr(node.min + node.extent)})")
+            return strip_marks(f"range({self.expr(node.min)}, {self.expr(node.min + node.extent)})")
         if isinstance(node, S.IterVar):
-            return _strip_marks(f"T.axis.{node.iter_type}({self.other(node.dom)}) -> {self.name_of(node.var)}")
+            return strip_marks(f"T.axis.{node.iter_type}({self.other(node.dom)}) -> {self.name_of(node.var)}")
         return f"<{type(node).__name__}>"
 
     # -- expressions -----------------------------------------------------------------------
-    def indices(self, idx) -> str:
-        return ", ".join(self.expr(i) for i in idx)
-
-    def expr(self, e, parent_prec: int = 0) -> str:
-        text, prec = self.expr_prec(e)
-        if prec < parent_prec:
-            text = f"({text})"
-        return self.mark(e, text)
-
-    def expr_prec(self, e) -> tuple[str, int]:
-        if isinstance(e, E.Var):
-            return self.name_of(e), _P_ATOM
-        if isinstance(e, E.IntImm):
-            return _int_text(e)
-        if isinstance(e, E.FloatImm):
-            return _float_text(e), _P_ATOM
-        if isinstance(e, E.StringImm):
-            return json.dumps(e.value), _P_ATOM
-        op = _BINOPS.get(type(e))
-        if op is not None and not (isinstance(e, E.Div)):
-            symbol, prec = op
-            left_prec = prec + 1 if prec == _P_CMP else prec
-            return f"{self.expr(e.a, left_prec)} {symbol} {self.expr(e.b, prec + 1)}", prec
-        if isinstance(e, E.Div):
-            if dt.is_float(e.dtype):
-                return f"{self.expr(e.a, _P_MUL)} / {self.expr(e.b, _P_MUL + 1)}", _P_MUL
-            return f"T.truncdiv({self.expr(e.a)}, {self.expr(e.b)})", _P_ATOM
-        if isinstance(e, E.Mod):
-            return f"T.truncmod({self.expr(e.a)}, {self.expr(e.b)})", _P_ATOM
-        if isinstance(e, (E.Min, E.Max)):
-            return f"T.{type(e).__name__.lower()}({self.expr(e.a)}, {self.expr(e.b)})", _P_ATOM
-        if isinstance(e, E.Not):
-            return f"not {self.expr(e.a, _P_NOT)}", _P_NOT
-        if isinstance(e, E.Select):
-            args = ", ".join(self.expr(x) for x in (e.condition, e.true_value, e.false_value))
-            return f"T.Select({args})", _P_ATOM
-        if isinstance(e, E.Cast):
-            return f"T.Cast({json.dumps(e.dtype)}, {self.expr(e.value)})", _P_ATOM
-        if isinstance(e, E.BufferLoad):
-            return f"{self.name_of(e.buffer)}[{self.indices(e.indices)}]", _P_ATOM
-        if isinstance(e, E.Call):
-            return f"T.{e.op}({', '.join(self.expr(a) for a in e.args)})", _P_ATOM
-        if isinstance(e, E.Ramp):
-            return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _P_ATOM
-        if isinstance(e, E.Broadcast):
-            return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _P_ATOM
-        raise TypeError(f"the printer cannot print a {type(e).__name__}")
-
-
-def _int_text(e: E.IntImm) -> tuple[str, int]:
-    if e.dtype == "bool":
-        return ("True" if e.value else "False"), _P_ATOM
-    if e.dtype == "int32":
-        return str(e.value), (_P_ATOM if e.value >= 0 else _P_UNARY)
-    return f"T.{e.dtype}({e.value})", _P_ATOM
-
-
-def _float_text(e: E.FloatImm) -> str:
-    v = e.value
-    if math.isnan(v) or math.isinf(v):
-        return f'T.{e.dtype}("{"nan" if math.isnan(v) else "inf" if v > 0 else "-inf"}")'
-    text = repr(v)
-    return f"T.{e.dtype}({text[:-2] if text.endswith('.0') else text})"
-
-
-def _caret_line(line: str) -> str:
-    if _MARK_OPEN not in line:
-        return ""
-    marks, col, depth = [], 0, 0
-    for ch in line:
-        if ch == _MARK_OPEN:
-            depth += 1
-        elif ch == _MARK_CLOSE:
-            depth -= 1
-        else:
-            marks.append("^" if depth else " ")
-            col += 1
-    return "".join(marks).rstrip()
-
-
 def _is_root(body) -> bool:
     return (isinstance(body, S.BlockRealize) and body.block.name_hint == "root"
             and not body.block.iter_vars and body.block.init is None and not body.block.annotations
