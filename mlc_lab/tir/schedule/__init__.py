@@ -14,4 +14,3 @@ class Schedule(LoopPrimitives, ForKindPrimitives, ScheduleBase):
 
 
 __all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "Trace", "Instruction", "Step"]
-from .tensor_intrin import TensorIntrin  # noqa: E402,F401
