@@ -87,3 +87,13 @@ class TensorizeError(ScheduleError):
 
 class NumericsChangedError(ScheduleError):
     """check_numerics=True found that a step changed the program's results."""
+
+
+class LoopHeightError(ScheduleError):
+    """decompose_reduction's loop lies inside a loop that a reduce iterator of the block uses,
+    so the init would run more than once per output element."""
+
+
+class RFactorError(ScheduleError):
+    """rfactor's loop is not bound to exactly one reduce iterator, or the block is not a
+    recognised reduction (x = x + e, x * e, max, min, with the matching identity as init)."""

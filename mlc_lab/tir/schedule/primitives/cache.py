@@ -1,0 +1,414 @@
+"""Caching stages: cache_read, cache_write, set_scope, and the helpers that place a new copy stage
+next to an existing one (shared with the reduction primitives)."""
+from __future__ import annotations
+
+from ....arith import simplify
+from ...analysis import _substitute, block_access_regions, relax_bound
+from ...buffer import SCOPES
+from ... import expr as E
+from ... import stmt as S
+from ...functor import StmtExprMutator
+from .. import errors
+from ..instruction import instruction
+from ..lookup import _Replacer
+from ..rv import BlockRV
+from .common import all_blocks_under, writers_in_scope
+
+
+class CachePrimitives:
+
+    @instruction
+    def cache_read(self, block, read_buffer_index: int, storage_scope: str):
+        """Read a buffer through a cache: a new block copies it into ``<name>_<scope>`` and
+        ``block`` reads the copy instead.
+
+        The copy block is named like the new buffer, gets its own loop nest over the whole buffer
+        and is placed right before the loop nest of ``block`` in the enclosing block (when the
+        buffer's producer shares that loop nest, just before ``block``'s part of it, copying the
+        region ``block`` reads). The new buffer is allocated in the enclosing block. Only ``block``
+        is redirected; other readers keep reading the original buffer.
+
+        Requires: ``read_buffer_index`` indexes ``block``'s reads; a known storage scope
+        ("global", "shared", "shared.dyn", "local", "warp"); ``block`` does not write the buffer.
+
+        Parameters: block (BlockRV), read_buffer_index (int), storage_scope (str).
+        Returns: the copy block.
+        Raises: CacheError.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4, 8), "float32")):
+        ...     for i, j in T.grid(4, 8):
+        ...         with T.block("B"):
+        ...             vi, vj = T.axis.remap("SS", [i, j])
+        ...             B[vi, vj] = A[vi, vj] * T.float32(2)
+        >>> sch = tir.Schedule(f)
+        >>> A_shared = sch.cache_read(sch.get_block("B"), 0, "shared")
+        >>> print(sch.mod["main"].script())
+        @T.prim_func
+        def f(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4, 8), "float32")):
+            T.func_attr({"global_symbol": "f"})
+            # with T.block("root"):
+            A_shared = T.alloc_buffer((4, 8), scope="shared")
+            for ax0, ax1 in T.grid(4, 8):
+                with T.block("A_shared"):
+                    v0, v1 = T.axis.remap("SS", [ax0, ax1])
+                    T.reads(A[v0, v1])
+                    T.writes(A_shared[v0, v1])
+                    A_shared[v0, v1] = A[v0, v1]
+            for i, j in T.grid(4, 8):
+                with T.block("B"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    T.reads(A_shared[vi, vj])
+                    T.writes(B[vi, vj])
+                    B[vi, vj] = A_shared[vi, vj] * T.float32(2)
+        """
+        primitive = "cache_read"
+        func_name, realize, index = self._resolve_block(block, primitive)
+        func = self._func(func_name)
+        buffer = _nth_buffer(realize, read_buffer_index, "read", primitive, func)
+        _check_scope(storage_scope, primitive, func, realize)
+        name = realize.block.name_hint
+        if any(w.buffer is buffer for w in realize.block.writes):
+            raise errors.CacheError(
+                primitive, f'block "{name}" both reads and writes buffer {buffer.name}; cache_read '
+                "only redirects reads, use cache_write for a buffer the block writes",
+                func, [realize.block])
+        scope = index.parent_block(realize)
+        writers = writers_in_scope(scope, buffer)
+        site = StageSite.find(scope, realize, lambda item: not _contains_any(item, writers))
+        cache = _new_buffer(func, buffer, storage_scope)
+        if site.inner_loops:
+            region = _relaxed_region(realize, realize.block.reads[read_buffer_index], site.inner_loops)
+        else:
+            region = [(E.const(0, d.dtype), d) for d in buffer.shape]
+        copy_name = unique_block_name(index, cache.name)
+        copy = copy_stage(copy_name, buffer, cache, region)
+        new_realize = swap_buffer(realize, buffer, cache)
+        new_scope = site.insert(copy, new_realize, after=False, alloc=cache)
+        self._replace(func_name, {id(scope): new_scope}, primitive)
+        return BlockRV(copy_name, func_name)
+
+    @instruction
+    def cache_write(self, block, write_buffer_index: int, storage_scope: str):
+        """Write a buffer through a cache: ``block`` writes ``<name>_<scope>`` instead, and a new
+        block of the same name copies the result back to the original buffer.
+
+        The write-back block gets its own loop nest over the region ``block`` writes and is placed
+        right after ``block``'s loop nest (inside a shared loop nest when a consumer of the
+        buffer shares it). The new buffer is allocated in the enclosing block.
+
+        Requires: ``write_buffer_index`` indexes ``block``'s writes; a known storage scope;
+        ``block`` is the only writer of the buffer in its scope and does not read it (other than
+        as the accumulator of a reduction with ``T.init``).
+
+        Parameters: block (BlockRV), write_buffer_index (int), storage_scope (str).
+        Returns: the write-back block.
+        Raises: CacheError.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4, 8), "float32")):
+        ...     for i, j in T.grid(4, 8):
+        ...         with T.block("B"):
+        ...             vi, vj = T.axis.remap("SS", [i, j])
+        ...             B[vi, vj] = A[vi, vj] * T.float32(2)
+        >>> sch = tir.Schedule(f)
+        >>> B_local = sch.cache_write(sch.get_block("B"), 0, "local")
+        >>> print(sch.mod["main"].script())
+        @T.prim_func
+        def f(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4, 8), "float32")):
+            T.func_attr({"global_symbol": "f"})
+            # with T.block("root"):
+            B_local = T.alloc_buffer((4, 8), scope="local")
+            for i, j in T.grid(4, 8):
+                with T.block("B"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    T.reads(A[vi, vj])
+                    T.writes(B_local[vi, vj])
+                    B_local[vi, vj] = A[vi, vj] * T.float32(2)
+            for ax0, ax1 in T.grid(4, 8):
+                with T.block("B_local"):
+                    v0, v1 = T.axis.remap("SS", [ax0, ax1])
+                    T.reads(B_local[v0, v1])
+                    T.writes(B[v0, v1])
+                    B[v0, v1] = B_local[v0, v1]
+        """
+        primitive = "cache_write"
+        func_name, realize, index = self._resolve_block(block, primitive)
+        func = self._func(func_name)
+        buffer = _nth_buffer(realize, write_buffer_index, "write", primitive, func)
+        _check_scope(storage_scope, primitive, func, realize)
+        name = realize.block.name_hint
+        scope = index.parent_block(realize)
+        others = [r for r in writers_in_scope(scope, buffer) if r is not realize]
+        if others:
+            raise errors.CacheError(
+                primitive, f'block "{name}" is not the only writer of buffer {buffer.name} (also '
+                f'written by {", ".join(repr(r.block.name_hint) for r in others)}); cache_write '
+                "needs the only writer (apply it before decompose_reduction)",
+                func, [realize.block] + [r.block for r in others])
+        if any(r.buffer is buffer for r in realize.block.reads):
+            raise errors.CacheError(
+                primitive, f'block "{name}" reads buffer {buffer.name}, which it also writes, without '
+                "being a reduction with T.init; the cache would be read before it is written",
+                func, [realize.block])
+        users = [r for r in all_blocks_under(scope) if r is not realize and any(
+            reg.buffer is buffer for reg in r.block.reads + r.block.writes)]
+        site = StageSite.find(scope, realize, lambda item: not _contains_any(item, users))
+        cache = _new_buffer(func, buffer, storage_scope)
+        region = _relaxed_region(realize, realize.block.writes[write_buffer_index], site.inner_loops)
+        copy_name = unique_block_name(index, cache.name)
+        copy = copy_stage(copy_name, cache, buffer, region)
+        new_realize = swap_buffer(realize, buffer, cache)
+        new_scope = site.insert(copy, new_realize, after=True, alloc=cache)
+        self._replace(func_name, {id(scope): new_scope}, primitive)
+        return BlockRV(copy_name, func_name)
+
+    @instruction
+    def set_scope(self, block, buffer_index: int, storage_scope: str) -> None:
+        """Change the storage scope of the buffer ``block`` writes (its ``buffer_index``-th write).
+
+        Requires: the buffer is allocated inside the function (an alloc_buffer), not a parameter;
+        a known storage scope.
+
+        Parameters: block (BlockRV), buffer_index (int), storage_scope (str).
+        Raises: CacheError.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        ...     B = T.alloc_buffer((8,))
+        ...     for i in range(8):
+        ...         with T.block("B"):
+        ...             vi = T.axis.spatial(8, i)
+        ...             B[vi] = A[vi] + T.float32(1)
+        ...     for i in range(8):
+        ...         with T.block("C"):
+        ...             vi = T.axis.spatial(8, i)
+        ...             C[vi] = B[vi] * T.float32(2)
+        >>> sch = tir.Schedule(f)
+        >>> sch.set_scope(sch.get_block("B"), 0, "shared")
+        >>> print(sch.mod["main"].script().splitlines()[4])
+            B = T.alloc_buffer((8,), scope="shared")
+        """
+        primitive = "set_scope"
+        func_name, realize, index = self._resolve_block(block, primitive)
+        func = self._func(func_name)
+        buffer = _nth_buffer(realize, buffer_index, "write", primitive, func)
+        _check_scope(storage_scope, primitive, func, realize)
+        owner = next((r for r in [func.body] + list(index.blocks.values())
+                      if isinstance(r, S.BlockRealize)
+                      and any(b is buffer for b in r.block.alloc_buffers)), None)
+        if owner is None:
+            raise errors.CacheError(
+                primitive, f"buffer {buffer.name} is a parameter of function {func_name}, not an "
+                "alloc_buffer; only buffers allocated inside the function can change scope",
+                func, [realize.block])
+        if buffer.scope == storage_scope:
+            return None
+        new_body = _BufferSwap(buffer, buffer.replace(scope=storage_scope)).visit(func.body)
+        self._update(func_name, func.replace(body=new_body), primitive)
+        return None
+
+
+# -- placing a new stage ---------------------------------------------------------------------------
+class StageSite:
+    """Where a new stage goes: next to ``item``, the statement holding a block at one level of
+    its enclosing block's body (a SeqStmt entry, or the whole body when it is not a SeqStmt).
+    ``inner_loops`` are the loops from ``item`` down to the block."""
+
+    def __init__(self, scope, container, position, path):
+        self.scope, self.container, self.position = scope, container, position
+        self.item = path[0]
+        self.target = path[-1]
+        self.inner_loops = [s for s in path if isinstance(s, S.For)]
+
+    @staticmethod
+    def find(scope, target, accept) -> "StageSite":
+        """The outermost level whose entry holding ``target`` satisfies ``accept(entry)``."""
+        body = scope.block.body
+        path = stmt_path(body, target)
+        levels = [] if isinstance(body, S.SeqStmt) else [(None, 0, path)]
+        for k, s in enumerate(path[:-1]):
+            if isinstance(s, S.SeqStmt):
+                position = next(i for i, x in enumerate(s.seq) if x is path[k + 1])
+                levels.append((s, position, path[k + 1:]))
+        for container, position, rest in levels:
+            if accept(rest[0]):
+                return StageSite(scope, container, position, rest)
+        container, position, rest = levels[-1]
+        return StageSite(scope, container, position, rest)
+
+    def insert(self, stage, new_target, after: bool, alloc=None):
+        """The scope's BlockRealize with ``stage`` placed before/after the entry, the target
+        block replaced by ``new_target``, and ``alloc`` added to the scope's allocations."""
+        new_item = _Replacer({id(self.target): new_target}).visit(self.item)
+        pair = (new_item, stage) if after else (stage, new_item)
+        block = self.scope.block
+        if self.container is None:
+            new_body = S.seq(*pair)
+        else:
+            items = list(self.container.seq)
+            items[self.position:self.position + 1] = pair
+            new_body = replace_flat(block.body, {id(self.container): S.SeqStmt(tuple(items))})
+        allocs = block.alloc_buffers + ((alloc,) if alloc is not None else ())
+        return self.scope.replace(block=block.replace(body=new_body, alloc_buffers=allocs))
+
+
+def stmt_path(root, target) -> list:
+    """Statements from ``root`` down to ``target`` (both included); [] when not found. Does not
+    look inside other blocks."""
+    if root is target:
+        return [root]
+    if isinstance(root, S.SeqStmt):
+        children = root.seq
+    elif isinstance(root, (S.For, S.LetStmt, S.Allocate)):
+        children = (root.body,)
+    elif isinstance(root, S.IfThenElse):
+        children = (root.then_case, root.else_case)
+    else:
+        children = ()
+    for child in children:
+        if child is not None:
+            rest = stmt_path(child, target)
+            if rest:
+                return [root] + rest
+    return []
+
+
+class _FlatReplacer(_Replacer):
+    """Replace statements by id and splice a SeqStmt that replaces a SeqStmt entry into it."""
+
+    def visit_SeqStmt(self, node):
+        new = self.generic_visit(node)
+        if new is node:
+            return node
+        return S.seq(*new.seq)
+
+
+def replace_flat(stmt, replacements: dict):
+    return _FlatReplacer(replacements).visit(stmt)
+
+
+def blocks_in(stmt) -> list:
+    return ([stmt] if isinstance(stmt, S.BlockRealize) else []) + all_blocks_under(stmt)
+
+
+def _contains_any(stmt, realizes) -> bool:
+    ids = {id(r) for r in realizes}
+    return any(id(r) in ids for r in blocks_in(stmt))
+
+
+# -- building the copy stage -------------------------------------------------------------------------
+def copy_stage(name: str, src, dst, region) -> S.For:
+    """``for ax...: with T.block(name): dst[v...] = src[v...]`` over ``region`` [(min, extent)]."""
+    loop_vars = [E.Var(f"ax{d}", extent.dtype) for d, (_, extent) in enumerate(region)]
+    iter_vars = tuple(S.IterVar(E.Var(f"v{d}", dim.dtype), S.Range(E.const(0, dim.dtype), dim))
+                      for d, dim in enumerate(dst.shape))
+    indices = tuple(iv.var for iv in iter_vars)
+    body = S.BufferStore(dst, E.BufferLoad(src, indices), indices)
+    block = S.Block(name, iter_vars, (), (), body)
+    reads, writes = block_access_regions(block)
+    block = block.replace(reads=reads, writes=writes)
+    values = tuple(simplify(lo + v) for (lo, _), v in zip(region, loop_vars))
+    stmt = S.BlockRealize(values, E.IntImm("bool", 1), block)
+    for var, (_, extent) in reversed(list(zip(loop_vars, region))):
+        stmt = S.For(var, E.const(0, var.dtype), extent, "serial", stmt)
+    return stmt
+
+
+def _relaxed_region(realize, region, loops) -> list:
+    """[(min, extent)] of ``region`` (in block iterators) once the ``loops`` run over their ranges,
+    clamped to the buffer; a dimension that cannot be bounded is taken whole."""
+    binding = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
+    inner = {loop.loop_var: S.Range(loop.min, loop.extent) for loop in loops}
+    out = []
+    for rng, dim in zip(region.region, region.buffer.shape):
+        lo = relax_bound(_substitute(rng.min, binding), inner, lower=True)
+        hi = relax_bound(_substitute(rng.min + rng.extent - 1, binding), inner, lower=False)
+        if lo is None or hi is None:
+            out.append((E.const(0, dim.dtype), dim))
+            continue
+        if isinstance(lo, E.IntImm) and lo.value < 0:
+            lo = E.const(0, lo.dtype)
+        if isinstance(hi, E.IntImm) and isinstance(dim, E.IntImm) and hi.value >= dim.value:
+            hi = E.const(dim.value - 1, hi.dtype)
+        out.append((lo, simplify(hi - lo + 1)))
+    return out
+
+
+class _BufferSwap(StmtExprMutator):
+    """Every use of one buffer (loads, stores, regions, allocations) becomes another."""
+
+    def __init__(self, old, new):
+        super().__init__()
+        self.old, self.new = old, new
+
+    def visit_Buffer(self, buffer):
+        return self.new if buffer is self.old else buffer
+
+
+def swap_buffer(stmt, old, new):
+    return _BufferSwap(old, new).visit(stmt)
+
+
+# -- small helpers ----------------------------------------------------------------------------------
+def _nth_buffer(realize, index, kind: str, primitive: str, func):
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise TypeError(f"sch.{primitive}: parameter '{kind}_buffer_index' expects an int, got "
+                        f"{type(index).__name__}: {index!r}")
+    regions = realize.block.reads if kind == "read" else realize.block.writes
+    if not 0 <= index < len(regions):
+        names = ", ".join(r.buffer.name for r in regions) or "none"
+        raise errors.CacheError(
+            primitive, f'block "{realize.block.name_hint}" {kind}s {len(regions)} buffer(s) '
+            f"({names}); {kind} buffer index {index} is out of range", func, [realize.block])
+    return regions[index].buffer
+
+
+def _check_scope(storage_scope, primitive: str, func, realize) -> None:
+    if not isinstance(storage_scope, str):
+        raise TypeError(f"sch.{primitive}: parameter 'storage_scope' expects a str such as "
+                        f"'shared', got {type(storage_scope).__name__}: {storage_scope!r}")
+    if storage_scope not in SCOPES:
+        raise errors.CacheError(
+            primitive, f"unknown storage scope {storage_scope!r}; use one of "
+            f"{', '.join(repr(s) for s in SCOPES)}", func, [realize.block])
+
+
+def taken_buffer_names(func) -> set:
+    from ...functor import StmtExprVisitor
+
+    class Names(StmtExprVisitor):
+        def __init__(self):
+            self.names = set()
+
+        def visit_Buffer(self, buffer):
+            self.names.add(buffer.name)
+    collector = Names()
+    collector.visit(func.params)
+    collector.visit(func.body)
+    return collector.names
+
+
+def _new_buffer(func, buffer, storage_scope: str):
+    name = unique_name(f"{buffer.name}_{storage_scope.replace('.', '_')}", taken_buffer_names(func))
+    return buffer.replace(name=name, scope=storage_scope, strides=())
+
+
+def unique_block_name(index, base: str) -> str:
+    return unique_name(base, set(index.blocks))
+
+
+def unique_name(base: str, taken: set) -> str:
+    if base not in taken:
+        return base
+    k = 1
+    while f"{base}_{k}" in taken:
+        k += 1
+    return f"{base}_{k}"
+

@@ -1,0 +1,277 @@
+"""Compute location: compute_at (move a producer under a consumer's loop) and reverse_compute_at
+(move a consumer under a producer's loop), each covering exactly the region needed there."""
+from __future__ import annotations
+
+from ....arith import simplify
+from .. import errors
+from ... import expr as E
+from ... import stmt as S
+from ..instruction import instruction
+from ..lookup import child_blocks
+from .common import dataflow_violation
+from .region import (Interval, UncoverableRegion, accessed_region, block_var_domains,
+                     enclosing_ranges, loop_children, loops_between, realize_over, relax,
+                     remove_and_insert, shared_by_threads)
+
+
+class ComputeLocationPrimitives:
+
+    @instruction
+    def compute_at(self, block, loop, preserve_unit_loops: bool = False, index: int = -1) -> None:
+        """Move a producer block under ``loop`` so that each iteration of the loop computes just
+        the part of the block's output that the consumers under the loop read.
+
+        The block gets new loops ``ax0, ax1, ...`` (one per block iterator whose range is not a
+        single point) that cover the consumers' read region, relaxed over the loops inside
+        ``loop``; the block iterators keep their names and domains, only their bindings change.
+        Where that region may overhang an iterator's domain the block gets a ``T.where``.
+        Reduction blocks re-create their reduce loops in full. For a block writing shared (or
+        warp) memory, the threadIdx loops at and around ``loop`` are relaxed too, because the
+        threads of a GPU block share one copy: computed at the thread loop of a 128-thread
+        window-sum tile, the copy covers the 130 elements the whole tile reads.
+
+        Requires: the block is a complete block (only spatial iterators, the only writer of its
+        outputs, not reading them) or a reduction block of its scope; it writes only buffers
+        allocated in its scope (not an output of the function); ``loop`` is in the same scope,
+        does not enclose the block already, and encloses every consumer of the block; under
+        ``loop`` the block's producers come before its consumers.
+
+        Parameters: block (BlockRV), loop (LoopRV), preserve_unit_loops (keep loops of extent
+        1), index (where in the loop body: -1 before the first consumer, -2 right after the
+        last producer, or a position in between).
+        Raises: ComputeAtError.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def window_sum(A: T.Buffer((130,), "float32"), B: T.Buffer((128,), "float32")):
+        ...     A_shared = T.alloc_buffer((130,), scope="shared")
+        ...     for i in range(130):
+        ...         with T.block("A_shared"):
+        ...             v = T.axis.spatial(130, i)
+        ...             A_shared[v] = A[v]
+        ...     for i in range(128):
+        ...         with T.block("B"):
+        ...             vi = T.axis.spatial(128, i)
+        ...             B[vi] = A_shared[vi] + A_shared[vi + 1] + A_shared[vi + 2]
+        >>> sch = tir.Schedule(window_sum)
+        >>> i0, i1 = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[4, 32])
+        >>> sch.compute_at(sch.get_block("A_shared"), i0)
+        >>> print(sch.mod["main"].body.block.body)
+        for i_0 in range(4):
+            for ax0 in range(34):
+                with T.block("A_shared"):
+                    v = T.axis.spatial(130, i_0 * 32 + ax0)
+                    T.reads(A[v])
+                    T.writes(A_shared[v])
+                    A_shared[v] = A[v]
+            for i_1 in range(32):
+                with T.block("B"):
+                    vi = T.axis.spatial(128, i_0 * 32 + i_1)
+                    T.reads(A_shared[vi:vi + 3])
+                    T.writes(B[vi])
+                    B[vi] = A_shared[vi] + A_shared[vi + 1] + A_shared[vi + 2]
+        """
+        self._move_block(block, loop, preserve_unit_loops, index, "compute_at")
+
+    @instruction
+    def reverse_compute_at(self, block, loop, preserve_unit_loops: bool = False,
+                           index: int = -1) -> None:
+        """Move a consumer block under ``loop`` so that each iteration of the loop consumes just
+        the part of its input that the producers under the loop have written.
+
+        The block gets new loops ``ax0, ax1, ...`` covering the region the producers under
+        ``loop`` write (relaxed over the loops inside ``loop``), placed after them; a
+        ``T.where`` guards iterations that would overhang the block's domain.
+
+        Requires: the block is a complete or reduction block of its scope that reads one
+        element of each produced buffer per iteration (``B[vi, vj]``, not a window); ``loop`` is
+        in the same scope, does not enclose the block already, and encloses every producer of
+        the block; a reduction producer runs its whole reduction inside ``loop``; under ``loop``
+        the block's producers come before its consumers.
+
+        Parameters: block (BlockRV), loop (LoopRV), preserve_unit_loops (keep loops of extent
+        1), index (as in compute_at).
+        Raises: ComputeAtError.
+
+        Example (the course's mm_relu):
+
+        >>> @T.prim_func
+        ... def mm_relu(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+        ...             C: T.Buffer((128, 128), "float32")):
+        ...     Y = T.alloc_buffer((128, 128))
+        ...     for i, j, k in T.grid(128, 128, 128):
+        ...         with T.block("Y"):
+        ...             vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+        ...             with T.init():
+        ...                 Y[vi, vj] = T.float32(0)
+        ...             Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+        ...     for i, j in T.grid(128, 128):
+        ...         with T.block("C"):
+        ...             vi, vj = T.axis.remap("SS", [i, j])
+        ...             C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+        >>> sch = tir.Schedule(mm_relu)
+        >>> i, j, k = sch.get_loops(sch.get_block("Y"))
+        >>> j0, j1 = sch.split(j, factors=[None, 4])
+        >>> sch.reorder(j0, k, j1)
+        >>> sch.reverse_compute_at(sch.get_block("C"), j0)
+        >>> print(sch.mod["main"].body.block.body)
+        for i, j_0 in T.grid(128, 32):
+            for k, j_1 in T.grid(128, 4):
+                with T.block("Y"):
+                    vi = T.axis.spatial(128, i)
+                    vj = T.axis.spatial(128, j_0 * 4 + j_1)
+                    vk = T.axis.reduce(128, k)
+                    T.reads(A[vi, vk], B[vk, vj])
+                    T.writes(Y[vi, vj])
+                    with T.init():
+                        Y[vi, vj] = T.float32(0)
+                    Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+            for ax0 in range(4):
+                with T.block("C"):
+                    vi = T.axis.spatial(128, i)
+                    vj = T.axis.spatial(128, j_0 * 4 + ax0)
+                    T.reads(Y[vi, vj])
+                    T.writes(C[vi, vj])
+                    C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+        """
+        self._move_block(block, loop, preserve_unit_loops, index, "reverse_compute_at")
+
+    # ------------------------------------------------------------------------------------------
+    def _move_block(self, block, loop, preserve_unit_loops: bool, index: int, primitive: str) -> None:
+        forward = primitive == "compute_at"
+        func_name, realize, idx = self._resolve_block(block, primitive)
+        loop_func, loop_node, _ = self._resolve_loop(loop, primitive)
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise TypeError(f"sch.{primitive}: parameter 'index' expects an int, got {index!r}")
+        func = self._func(func_name)
+        name, loop_name = realize.block.name_hint, loop_node.loop_var.name
+
+        def fail(rule, *culprits):
+            raise errors.ComputeAtError(primitive, rule, func, culprits, func_name=func_name)
+
+        if loop_func != func_name:
+            raise errors.ComputeAtError(
+                primitive, f'block "{name}" is in function {func_name} but loop {loop_name} is in '
+                f"function {loop_func}", func, (realize.block,), func_name=func_name)
+        scope = idx.parent_block(realize)
+        if scope is None:
+            fail(f'block "{name}" is the root block; only blocks inside it can be moved',
+                 realize.block)
+        if any(anc is realize for anc in idx.path(loop_node)):
+            fail(f'loop {loop_name} is inside block "{name}"; the block cannot move under its own '
+                 "loop", loop_node, realize.block)
+        if idx.parent_block(loop_node) is not scope:
+            fail(f'loop {loop_name} and block "{name}" are not in the same block scope',
+                 loop_node, realize.block)
+        if any(anc is loop_node for anc in idx.path(realize)):
+            fail(f'loop {loop_name} already encloses block "{name}"; give a loop that does not '
+                 "enclose it (e.g. one of its consumers' loops)", loop_node, realize.block)
+        problem = dataflow_violation(realize, scope)
+        if problem:
+            fail(f"{problem}; only a complete or reduction block can be moved", realize.block)
+        if forward:
+            own = {id(b) for b in scope.block.alloc_buffers}
+            for w in realize.block.writes:
+                if id(w.buffer) not in own:
+                    fail(f'block "{name}" writes buffer {w.buffer.name}, which is not allocated in '
+                         "its scope (an output of the function); an output block cannot be moved "
+                         "under a consumer's loop", realize.block)
+
+        producers, consumers = _neighbours(realize, child_blocks(scope))
+        needed = consumers if forward else producers
+        for other in needed:
+            if not any(anc is loop_node for anc in idx.path(other)):
+                role = "consumer" if forward else "producer"
+                fail(f'loop {loop_name} does not enclose block "{other.block.name_hint}", a {role} '
+                     f'of block "{name}"; {primitive} needs a loop around every {role}',
+                     loop_node, other.block)
+        position = _insertion_point(loop_node, producers, consumers, index, fail)
+
+        known = enclosing_ranges(idx, loop_node)
+        needed_buffers = {id(r.buffer) for other in needed
+                          for r in (other.block.reads if forward else other.block.writes)}
+        provided = [r for r in (realize.block.writes if forward else realize.block.reads)
+                    if id(r.buffer) in needed_buffers]
+        required = {}
+        for region in provided:
+            threads = shared_by_threads(idx, loop_node, region.buffer.scope) if forward else {}
+            touched = accessed_region(idx, loop_node, needed, region.buffer, writes=not forward,
+                                      known=known, also_relax=threads)
+            if touched is not None:
+                required[id(region.buffer)] = touched
+        if not forward:
+            for other in needed:
+                _check_reduction_finished(idx, other, loop_node, known, fail)
+        try:
+            domains = block_var_domains(realize.block, provided, required, known,
+                                        cover_all=forward)
+        except UncoverableRegion as e:
+            fail(f'block "{name}" reads a range of buffer {e.buffer.name} in each iteration (not '
+                 f"one element per iterator), so no set of its iterations uses exactly what the "
+                 f"producers under loop {loop_name} write; compute_at the producers instead",
+                 realize.block)
+        moved = realize_over(realize.block, domains, preserve_unit_loops, known)
+        body = remove_and_insert(func.body, remove=realize, insert=(loop_node, position, moved))
+        self._update(func_name, func.replace(body=body), primitive)
+
+
+def _neighbours(realize, siblings) -> tuple[list, list]:
+    """(producers, consumers) of ``realize`` among the blocks of its scope."""
+    reads = {id(r.buffer) for r in realize.block.reads}
+    writes = {id(r.buffer) for r in realize.block.writes}
+    producers = [b for b in siblings if b is not realize
+                 and any(id(w.buffer) in reads for w in b.block.writes)]
+    consumers = [b for b in siblings if b is not realize
+                 and any(id(r.buffer) in writes for r in b.block.reads)]
+    return producers, consumers
+
+
+def _check_reduction_finished(idx, producer, loop: S.For, known: dict, fail) -> None:
+    """A reduction producer must run its whole reduction inside ``loop`` for the values a consumer
+    reads there to be final."""
+    block = producer.block
+    inner = {lp.loop_var: S.Range(lp.min, lp.extent) for lp in loops_between(idx, producer, loop)}
+    for iv, value in zip(block.iter_vars, producer.iter_values):
+        if iv.iter_type != "reduce":
+            continue
+        covered = relax(value, inner, known)
+        full = Interval.of_range(iv.dom)
+        if covered is None or not (_provably_equal(covered.lo, full.lo, known)
+                                   and _provably_equal(covered.hi, full.hi, known)):
+            fail(f'block "{block.name_hint}" is a reduction whose iterator {iv.var.name} does not run '
+                 f"over its whole domain inside loop {loop.loop_var.name}, so the values it has "
+                 f"produced there are not final yet; choose a loop outside its reduce loops",
+                 loop, block)
+
+
+def _provably_equal(a, b, known: dict) -> bool:
+    diff = simplify(a - b, known)
+    return isinstance(diff, E.IntImm) and diff.value == 0
+
+
+def _insertion_point(loop: S.For, producers, consumers, index: int, fail) -> int:
+    """Where the moved block goes in ``loop``'s body: after every producer, before every consumer."""
+    children = loop_children(loop)
+    last_producer, first_consumer = -1, len(children)
+    last_block = first_block = None
+    for k, child in enumerate(children):
+        inside = [child] if isinstance(child, S.BlockRealize) else child_blocks(child)
+        for b in inside:
+            if any(b is p for p in producers):
+                last_producer, last_block = k, b
+            if any(b is c for c in consumers) and first_block is None:
+                first_consumer, first_block = k, b
+    if last_producer >= first_consumer:
+        fail(f'under loop {loop.loop_var.name}, block "{last_block.block.name_hint}" (a producer) '
+             f'does not come before block "{first_block.block.name_hint}" (a consumer), so there is '
+             "no place between them", loop, last_block.block, first_block.block)
+    if index == -1:
+        return first_consumer
+    if index == -2:
+        return last_producer + 1
+    if not last_producer < index <= first_consumer:
+        fail(f"index {index} is not a valid position in loop {loop.loop_var.name}: it must lie in "
+             f"[{last_producer + 1}, {first_consumer}] (after the producers, before the consumers), "
+             "or be -1 / -2", loop)
+    return index

@@ -1,0 +1,396 @@
+"""Reductions: decompose_reduction (split off the init) and rfactor (reduce in two stages)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ....ir import structural_equal
+from ...analysis import _substitute, block_access_regions
+from ... import dtype as dt
+from ... import expr as E
+from ... import stmt as S
+from ...functor import StmtExprMutator
+from .. import errors
+from ..instruction import instruction
+from ..lookup import _Replacer, child_blocks
+from ..rv import BlockRV
+from .cache import replace_flat, taken_buffer_names, unique_block_name, unique_name
+from .common import is_reduction_block, substitute, uses_var
+
+
+class ReductionPrimitives:
+
+    @instruction
+    def decompose_reduction(self, block, loop):
+        """Split a reduction block into ``<name>_init``, which stores the init value, and
+        ``<name>_update``, the block without its ``T.init``.
+
+        The init block is placed right before ``loop``, inside copies of the loops under ``loop``
+        that its spatial iterators need (named ``<loop>_init``, same kinds). The update block
+        stays where the reduction block was. The old handle to ``block`` no longer names a block;
+        use ``sch.get_block("<name>_update")``.
+
+        Requires: ``block`` is a reduction block with ``T.init``; ``loop`` is an ancestor of it and
+        is not inside any loop that feeds a reduce iterator. Vectorize/parallelize the block's loops
+        first: afterwards the block is no longer the only writer of its output.
+
+        Parameters: block (BlockRV), loop (LoopRV).
+        Returns: the init block.
+        Raises: NotReductionBlockError, LoopNotAncestorError, LoopHeightError.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32")):
+        ...     for i, k in T.grid(8, 16):
+        ...         with T.block("B"):
+        ...             vi, vk = T.axis.remap("SR", [i, k])
+        ...             with T.init():
+        ...                 B[vi] = T.float32(0)
+        ...             B[vi] = B[vi] + A[vi, vk]
+        >>> sch = tir.Schedule(f)
+        >>> i, k = sch.get_loops(sch.get_block("B"))
+        >>> init = sch.decompose_reduction(sch.get_block("B"), k)
+        >>> print(sch.mod["main"].body.block.body)
+        for i in range(8):
+            with T.block("B_init"):
+                vi = T.axis.remap("S", [i])
+                T.reads()
+                T.writes(B[vi])
+                B[vi] = T.float32(0)
+            for k in range(16):
+                with T.block("B_update"):
+                    vi, vk = T.axis.remap("SR", [i, k])
+                    T.reads(B[vi], A[vi, vk])
+                    T.writes(B[vi])
+                    B[vi] = B[vi] + A[vi, vk]
+        """
+        primitive = "decompose_reduction"
+        func_name, realize, index = self._resolve_block(block, primitive)
+        _, loop_node, _ = self._resolve_loop(loop, primitive)
+        func = self._func(func_name)
+        blk = realize.block
+        if not is_reduction_block(blk):
+            raise errors.NotReductionBlockError(
+                primitive, f'block "{blk.name_hint}" is not a reduction block (it needs reduce '
+                "iterators and a T.init)", func, [blk])
+        loops = index.loops_above(realize)
+        pos = next((k for k, lp in enumerate(loops) if lp is loop_node), None)
+        if pos is None:
+            raise errors.LoopNotAncestorError(
+                primitive, f'loop {loop_node.loop_var.name} is not an ancestor of block '
+                f'"{blk.name_hint}"', func, [loop_node, blk])
+        reduce_values = [v for iv, v in zip(blk.iter_vars, realize.iter_values) if iv.iter_type != "spatial"]
+        for outer in loops[:pos]:
+            if any(uses_var(v, outer.loop_var) for v in reduce_values):
+                raise errors.LoopHeightError(
+                    primitive, f"loop {loop_node.loop_var.name} is inside loop {outer.loop_var.name}, "
+                    f'which feeds a reduce iterator of block "{blk.name_hint}"; the init would run '
+                    f"on every iteration of {outer.loop_var.name}. Decompose at "
+                    f"{outer.loop_var.name} or a loop above it", func, [loop_node, outer])
+        var_map, iter_vars, values = {}, [], []
+        for iv, value in zip(blk.iter_vars, realize.iter_values):
+            if iv.iter_type == "spatial":
+                new_var = E.Var(iv.var.name, iv.var.dtype)
+                var_map[iv.var] = new_var
+                iter_vars.append(iv.replace(var=new_var))
+                values.append(value)
+        chosen = [lp for lp in loops[pos:] if any(uses_var(v, lp.loop_var) for v in values)]
+        dropped = [lp.loop_var for lp in loops[pos:] if not any(lp is c for c in chosen)]
+        loop_map = {lp.loop_var: E.Var(f"{lp.loop_var.name}_init", lp.loop_var.dtype) for lp in chosen}
+        init_block = S.Block(unique_block_name(index, f"{blk.name_hint}_init"), tuple(iter_vars),
+                             (), (), substitute(blk.init, var_map), annotations=blk.annotations)
+        init_block = _with_regions(init_block)
+        predicate = _keep_conjuncts(realize.predicate, lambda c: not any(uses_var(c, v) for v in dropped))
+        init_stmt = S.BlockRealize(tuple(_substitute(v, loop_map) for v in values),
+                                   _substitute(predicate, loop_map), init_block)
+        for lp in reversed(chosen):
+            init_stmt = lp.replace(loop_var=loop_map[lp.loop_var], min=_substitute(lp.min, loop_map),
+                                   extent=_substitute(lp.extent, loop_map), body=init_stmt)
+        update = _with_regions(blk.replace(name_hint=unique_block_name(index, f"{blk.name_hint}_update"),
+                                           init=None))
+        new_loop = _Replacer({id(realize): realize.replace(block=update)}).visit(loop_node)
+        new_body = replace_flat(func.body, {id(loop_node): S.seq(init_stmt, new_loop)})
+        self._update(func_name, func.replace(body=new_body), primitive)
+        return BlockRV(init_block.name_hint, func_name)
+
+    @instruction
+    def rfactor(self, loop, factor_axis: int):
+        """Reduce in two stages: a new block ``<name>_rf`` reduces into ``<buffer>_rf``, which has
+        an extra dimension (the extent of ``loop``, at position ``factor_axis``) indexed by
+        ``loop``, so ``loop`` becomes a spatial loop there (it can then be parallelized or
+        vectorized); the original block, in a new loop nest after it, reduces ``<buffer>_rf``
+        over that dimension.
+
+        Requires: ``loop`` holds a single block, a reduction block whose body is ``x = x + e``
+        (or ``*``, ``T.max``, ``T.min``) with the operator's identity as init; ``loop`` feeds
+        exactly one iterator of it, a reduce iterator (directly, or as in ``k_0 * 4 + k_1``);
+        the loops feeding reduce iterators hold no other block.
+
+        Parameters: loop (LoopRV), factor_axis (int, may be negative as in numpy).
+        Returns: the rfactor block.
+        Raises: NotReductionBlockError, RFactorError.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((16,), "float32"), B: T.Buffer((1,), "float32")):
+        ...     for k in range(16):
+        ...         with T.block("B"):
+        ...             vk = T.axis.reduce(16, k)
+        ...             with T.init():
+        ...                 B[0] = T.float32(0)
+        ...             B[0] = B[0] + A[vk]
+        >>> sch = tir.Schedule(f)
+        >>> (k,) = sch.get_loops(sch.get_block("B"))
+        >>> k0, k1 = sch.split(k, [None, 4])
+        >>> rf = sch.rfactor(k1, 0)
+        >>> print(sch.mod["main"].body)
+        with T.block("root"):
+            T.reads()
+            T.writes()
+            B_rf = T.alloc_buffer((4, 1))
+            for k_0, k_1 in T.grid(4, 4):
+                with T.block("B_rf"):
+                    vk_1, vk_0 = T.axis.remap("SR", [k_1, k_0])
+                    T.reads(A[vk_0 * 4 + vk_1])
+                    T.writes(B_rf[vk_1, 0])
+                    with T.init():
+                        B_rf[vk_1, 0] = T.float32(0)
+                    B_rf[vk_1, 0] = B_rf[vk_1, 0] + A[vk_0 * 4 + vk_1]
+            for k_1 in range(4):
+                with T.block("B"):
+                    vk_1 = T.axis.remap("R", [k_1])
+                    T.reads(B_rf[vk_1, 0])
+                    T.writes(B[0])
+                    with T.init():
+                        B[0] = T.float32(0)
+                    B[0] = B[0] + B_rf[vk_1, 0]
+        """
+        primitive = "rfactor"
+        func_name, loop_node, index = self._resolve_loop(loop, primitive)
+        func = self._func(func_name)
+        if not isinstance(factor_axis, int) or isinstance(factor_axis, bool):
+            raise TypeError(f"sch.rfactor: parameter 'factor_axis' expects an int, got "
+                            f"{type(factor_axis).__name__}: {factor_axis!r}")
+        lname = loop_node.loop_var.name
+        children = child_blocks(loop_node)
+        if len(children) != 1:
+            raise errors.RFactorError(
+                primitive, f"loop {lname} holds {len(children)} blocks "
+                f"({', '.join(repr(r.block.name_hint) for r in children) or 'none'}); rfactor needs "
+                "a loop over a single reduction block", func, [loop_node])
+        realize = children[0]
+        blk = realize.block
+        if not is_reduction_block(blk):
+            raise errors.NotReductionBlockError(
+                primitive, f'block "{blk.name_hint}" is not a reduction block (it needs reduce '
+                "iterators and a T.init)", func, [blk])
+        touched = [(iv, v) for iv, v in zip(blk.iter_vars, realize.iter_values)
+                   if uses_var(v, loop_node.loop_var)]
+        spatial = [iv.var.name for iv, _ in touched if iv.iter_type == "spatial"]
+        if spatial or len(touched) != 1:
+            why = (f"feeds the spatial iterator(s) {', '.join(spatial)}" if spatial else
+                   f"feeds {len(touched)} iterators" if touched else "feeds no iterator")
+            raise errors.RFactorError(
+                primitive, f'loop {lname} {why} of block "{blk.name_hint}"; rfactor needs a loop '
+                "that feeds exactly one reduce iterator", func, [loop_node, blk])
+        store, combine = _match_reducer(blk, func, primitive)
+        buffer = store.buffer
+        loops = index.loops_above(realize)
+        top_pos = next(k for k, lp in enumerate(loops) if child_blocks(lp) == [realize])
+        reduce_values = [v for iv, v in zip(blk.iter_vars, realize.iter_values) if iv.iter_type != "spatial"]
+        for outer in loops[:top_pos]:
+            if any(uses_var(v, outer.loop_var) for v in reduce_values):
+                raise errors.RFactorError(
+                    primitive, f"loop {outer.loop_var.name} feeds a reduce iterator of block "
+                    f'"{blk.name_hint}" but also holds other blocks; rfactor needs the reduction '
+                    "loops to hold only this block", func, [outer])
+        ndim = buffer.ndim
+        if not -ndim - 1 <= factor_axis <= ndim:
+            raise errors.RFactorError(
+                primitive, f"factor_axis {factor_axis} is out of range for the {ndim + 1}-d buffer "
+                f"{buffer.name}_rf (use {-ndim - 1} .. {ndim})", func, [loop_node])
+        axis = factor_axis % (ndim + 1)
+        scope = index.parent_block(realize)
+        rf_buffer = buffer.replace(name=unique_name(f"{buffer.name}_rf", taken_buffer_names(func)),
+                                   shape=buffer.shape[:axis] + (loop_node.extent,) + buffer.shape[axis:],
+                                   strides=())
+
+        # The rfactor block: loop becomes the spatial iterator v<loop>, the other loops feeding the
+        # touched reduce iterator get reduce iterators of their own.
+        loop_vars = {id(lp.loop_var): lp for lp in loops}
+        rf_var = E.Var(f"v{lname}", loop_node.loop_var.dtype)
+        block_of_loop = {loop_node.loop_var: rf_var}
+        iter_vars = [S.IterVar(rf_var, S.Range(loop_node.min, loop_node.extent), "spatial")]
+        values = [loop_node.loop_var]
+        var_map = {}
+        for iv, value in zip(blk.iter_vars, realize.iter_values):
+            if iv is not touched[0][0]:
+                iter_vars.append(iv)
+                values.append(value)
+                continue
+            for var in _vars_in(value):
+                lp = loop_vars.get(id(var))
+                if lp is None or var in block_of_loop:
+                    continue
+                new = E.Var(f"v{var.name}", var.dtype)
+                block_of_loop[var] = new
+                iter_vars.append(S.IterVar(new, S.Range(lp.min, lp.extent), "reduce"))
+                values.append(var)
+            var_map[iv.var] = _substitute(value, block_of_loop)
+        to_rf = _AddAxis(buffer, rf_buffer, axis, rf_var)
+        rf_block = blk.replace(name_hint=unique_block_name(index, f"{blk.name_hint}_rf"),
+                               iter_vars=tuple(iter_vars), body=to_rf.visit(substitute(blk.body, var_map)),
+                               init=to_rf.visit(substitute(blk.init, var_map)))
+        rf_block = _with_regions(rf_block)
+        rf_realize = S.BlockRealize(tuple(values), realize.predicate, rf_block)
+
+        # The write-back block keeps the name: it reduces buffer_rf over v<loop> in new loops.
+        spatial_values = [v for iv, v in zip(blk.iter_vars, realize.iter_values) if iv.iter_type == "spatial"]
+        wb_loops = [lp for lp in loops[top_pos:] if lp is loop_node
+                    or any(uses_var(v, lp.loop_var) for v in spatial_values)]
+        loop_map = {lp.loop_var: E.Var(lp.loop_var.name, lp.loop_var.dtype) for lp in wb_loops}
+        wb_rf_var = E.Var(f"v{lname}", rf_var.dtype)
+        wb_iters = [S.IterVar(wb_rf_var, S.Range(loop_node.min, loop_node.extent), "reduce")]
+        wb_values = [loop_map[loop_node.loop_var]]
+        wb_map = {}
+        for iv, value in zip(blk.iter_vars, realize.iter_values):
+            if iv.iter_type == "spatial":
+                wb_map[iv.var] = E.Var(iv.var.name, iv.var.dtype)
+                wb_iters.append(iv.replace(var=wb_map[iv.var]))
+                wb_values.append(_substitute(value, loop_map))
+        indices = tuple(_substitute(i, wb_map) for i in store.indices)
+        rf_indices = indices[:axis] + (wb_rf_var,) + indices[axis:]
+        wb_body = S.BufferStore(buffer, combine(E.BufferLoad(buffer, indices),
+                                                E.BufferLoad(rf_buffer, rf_indices)), indices)
+        wb_block = _with_regions(S.Block(blk.name_hint, tuple(wb_iters), (), (), wb_body,
+                                         substitute(blk.init, wb_map), annotations=blk.annotations))
+        dropped = [lp.loop_var for lp in loops[top_pos:] if not any(lp is w for w in wb_loops)]
+        predicate = _keep_conjuncts(realize.predicate, lambda c: not any(uses_var(c, v) for v in dropped))
+        wb_stmt = S.BlockRealize(tuple(wb_values), _substitute(predicate, loop_map), wb_block)
+        for lp in reversed(wb_loops):
+            wb_stmt = lp.replace(loop_var=loop_map[lp.loop_var], min=_substitute(lp.min, loop_map),
+                                 extent=_substitute(lp.extent, loop_map), body=wb_stmt)
+
+        top = loops[top_pos]
+        new_top = _Replacer({id(realize): rf_realize}).visit(top)
+        new_body = replace_flat(scope.block.body, {id(top): S.seq(new_top, wb_stmt)})
+        new_scope = scope.replace(block=scope.block.replace(
+            body=new_body, alloc_buffers=scope.block.alloc_buffers + (rf_buffer,)))
+        self._replace(func_name, {id(scope): new_scope}, primitive)
+        return self._block_rv(rf_realize, func_name)
+
+
+def _with_regions(block: S.Block) -> S.Block:
+    reads, writes = block_access_regions(block)
+    return block.replace(reads=reads, writes=writes)
+
+
+def _conjuncts(cond) -> list:
+    if isinstance(cond, E.And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def _keep_conjuncts(predicate, keep):
+    kept = [c for c in _conjuncts(predicate) if keep(c)]
+    out = E.IntImm("bool", 1)
+    for c in kept:
+        out = c if isinstance(out, E.IntImm) else E.And(out, c)
+    return out
+
+
+def _vars_in(e) -> list:
+    """Variables of ``e`` in order of first appearance."""
+    if isinstance(e, E.Var):
+        return [e]
+    out = []
+    if isinstance(e, E.PrimExpr):
+        for _, v in e.fields():
+            for var in _vars_in(v) if isinstance(v, (E.PrimExpr, tuple)) else []:
+                if not any(var is o for o in out):
+                    out.append(var)
+    elif isinstance(e, tuple):
+        for x in e:
+            out.extend(v for v in _vars_in(x) if not any(v is o for o in out))
+    return out
+
+
+_REDUCERS = {E.Add: 0, E.Mul: 1, E.Max: "min", E.Min: "max"}
+
+
+def _match_reducer(blk, func, primitive):
+    """(the update store, the combiner) when ``blk`` is ``x = x op e`` with op's identity as init."""
+    store = blk.body
+    problem = None
+    if not isinstance(store, S.BufferStore) or len(blk.writes) != 1:
+        problem = "its body is not a single store to its one output buffer"
+    else:
+        value = store.value
+        op = type(value)
+        own = [side for side in ("a", "b") if op in _REDUCERS and _is_self_load(getattr(value, side), store)]
+        if not own:
+            problem = (f"its update is not {store.buffer.name}[...] = {store.buffer.name}[...] op e "
+                       "with op one of +, *, T.max, T.min")
+        else:
+            other = getattr(value, "b" if own[0] == "a" else "a")
+            if _reads_buffer(other, store.buffer):
+                problem = f"the reduced value reads {store.buffer.name} again"
+            elif not _is_identity(blk.init, store, _REDUCERS[op]):
+                problem = (f"its T.init does not store the identity of {op.__name__} "
+                           f"to {store.buffer.name}[...]")
+    if problem:
+        raise errors.RFactorError(
+            primitive, f'block "{blk.name_hint}" is not a reduction rfactor understands: {problem}',
+            func, [blk])
+    return store, lambda acc, part: op(acc, part)
+
+
+def _is_self_load(e, store) -> bool:
+    return (isinstance(e, E.BufferLoad) and e.buffer is store.buffer
+            and structural_equal(e.indices, store.indices))
+
+
+def _reads_buffer(e, buffer) -> bool:
+    if isinstance(e, E.BufferLoad) and e.buffer is buffer:
+        return True
+    if isinstance(e, E.PrimExpr):
+        return any(_reads_buffer(v, buffer) for _, v in e.fields() if isinstance(v, (E.PrimExpr, tuple)))
+    if isinstance(e, tuple):
+        return any(_reads_buffer(x, buffer) for x in e)
+    return False
+
+
+def _is_identity(init, store, identity) -> bool:
+    if not (isinstance(init, S.BufferStore) and init.buffer is store.buffer
+            and structural_equal(init.indices, store.indices)
+            and isinstance(init.value, (E.IntImm, E.FloatImm))):
+        return False
+    value, dtype = init.value.value, dt.element_of(init.value.dtype)
+    if not isinstance(identity, str):
+        return value == identity
+    info = np.finfo(dtype) if dt.is_float(dtype) else np.iinfo(dtype)
+    return value <= info.min if identity == "min" else value >= info.max
+
+
+class _AddAxis(StmtExprMutator):
+    """Accesses to ``old`` become accesses to ``new`` with ``var`` inserted at index ``axis``."""
+
+    def __init__(self, old, new, axis, var):
+        super().__init__()
+        self.old, self.new, self.axis, self.var = old, new, axis, var
+
+    def _indices(self, indices):
+        indices = tuple(self.visit(i) for i in indices)
+        return indices[:self.axis] + (self.var,) + indices[self.axis:]
+
+    def visit_BufferLoad(self, load):
+        if load.buffer is not self.old:
+            return self.generic_visit(load)
+        return E.BufferLoad(self.new, self._indices(load.indices))
+
+    def visit_BufferStore(self, store):
+        if store.buffer is not self.old:
+            return self.generic_visit(store)
+        return S.BufferStore(self.new, self.visit(store.value), self._indices(store.indices))
+

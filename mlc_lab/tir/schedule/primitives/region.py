@@ -1,0 +1,382 @@
+"""Region inference for the primitives that move or create blocks (compute_at, reverse_compute_at,
+cache_read/cache_write): which part of a buffer the blocks under a loop touch, which iterations of
+a block cover a required region, and the tree surgery that removes or places a block.
+
+Intervals are inclusive and symbolic: loops inside the loop of interest are relaxed over their
+ranges, loops outside it stay as variables (so a region under ``i_0`` reads ``A[i_0 * 32 : i_0 *
+32 + 34]``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ....arith import simplify
+from ....arith.simplify import _Simplifier
+from ... import expr as E
+from ... import stmt as S
+from ...functor import StmtExprMutator
+from .common import substitute, uses_var
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The integers ``lo .. hi`` (both inclusive, both expressions)."""
+    lo: E.PrimExpr
+    hi: E.PrimExpr
+
+    @staticmethod
+    def of_range(rng: S.Range) -> "Interval":
+        return Interval(rng.min, simplify(rng.min + rng.extent - 1))
+
+    def extent(self, known: dict | None = None) -> E.PrimExpr:
+        return simplify(self.hi - self.lo + 1, known)
+
+    def shifted(self, offset: E.PrimExpr) -> "Interval":
+        return Interval(simplify(self.lo - offset), simplify(self.hi - offset))
+
+
+Region = list   # one Interval (or None: "anything") per buffer dimension
+
+
+# ----------------------------------------------------------------------------------------------
+# Relaxing expressions and regions
+def relax(expr: E.PrimExpr, relaxed: dict, known: dict | None = None) -> Interval | None:
+    """The values of ``expr`` while the variables in ``relaxed`` (Var -> Range) take every value
+    of their ranges; the other variables stay symbolic. None when no bound can be expressed.
+    ``known`` (Var -> Range) holds the ranges of the symbolic variables, used to simplify."""
+    bounds = _relax(simplify(expr), relaxed, known or {})
+    if bounds is None:
+        return None
+    return Interval(simplify(bounds[0], known), simplify(bounds[1], known))
+
+
+def relax_region(region: S.BufferRegion, relaxed: dict, known: dict | None = None,
+                 binding: dict | None = None) -> Region:
+    """``region`` with ``binding`` (block iterator -> value) substituted, relaxed over ``relaxed``."""
+    out = []
+    for rng in region.region:
+        lo, hi = rng.min, rng.min + rng.extent - 1
+        if binding:
+            lo, hi = substitute(lo, binding), substitute(hi, binding)
+        low, high = relax(lo, relaxed, known), relax(hi, relaxed, known)
+        out.append(None if low is None or high is None else Interval(low.lo, high.hi))
+    return out
+
+
+def union(a: Interval | None, b: Interval | None, known: dict | None = None) -> Interval | None:
+    """The smallest interval holding both (None, "anything", absorbs everything)."""
+    if a is None or b is None:
+        return None
+    return Interval(simplify(E.Min(a.lo, b.lo), known), simplify(E.Max(a.hi, b.hi), known))
+
+
+def intersect(a: Interval | None, b: Interval | None, known: dict | None = None) -> Interval | None:
+    """The integers in both (None, "anything", leaves the other unchanged)."""
+    if a is None or b is None:
+        return b if a is None else a
+    return Interval(simplify(E.Max(a.lo, b.lo), known), simplify(E.Min(a.hi, b.hi), known))
+
+
+def union_regions(regions: list, known: dict | None = None) -> Region | None:
+    """Dimension-wise union of several regions of one buffer; None when there are none."""
+    if not regions:
+        return None
+    out = list(regions[0])
+    for region in regions[1:]:
+        out = [union(a, b, known) for a, b in zip(out, region)]
+    return out
+
+
+def _relax(e, relaxed: dict, known: dict):
+    if not _uses_any(e, relaxed):
+        return e, e
+    if isinstance(e, E.Var):
+        rng = relaxed[e]
+        return rng.min, rng.min + rng.extent - 1
+    if isinstance(e, E.Cast):
+        inner = _relax(e.value, relaxed, known)
+        return None if inner is None else (E.Cast(e.dtype, inner[0]), E.Cast(e.dtype, inner[1]))
+    if not isinstance(e, (E.Add, E.Sub, E.Mul, E.FloorDiv, E.FloorMod, E.Min, E.Max)):
+        return None
+    a, b = _relax(e.a, relaxed, known), _relax(e.b, relaxed, known)
+    if a is None or b is None:
+        return None
+    if isinstance(e, E.Add):
+        return a[0] + b[0], a[1] + b[1]
+    if isinstance(e, E.Sub):
+        return a[0] - b[1], a[1] - b[0]
+    if isinstance(e, (E.Min, E.Max)):
+        return type(e)(a[0], b[0]), type(e)(a[1], b[1])
+    if isinstance(e, E.Mul):
+        if not isinstance(b[0], E.IntImm) or b[0] is not b[1]:
+            a, b = b, a
+        if not isinstance(b[0], E.IntImm) or b[0] is not b[1]:
+            return None
+        c = b[0]
+        return (a[0] * c, a[1] * c) if c.value >= 0 else (a[1] * c, a[0] * c)
+    c = b[0]
+    if not isinstance(c, E.IntImm) or b[0] is not b[1] or c.value <= 0:
+        return None
+    if isinstance(e, E.FloorDiv):
+        return E.FloorDiv(a[0], c), E.FloorDiv(a[1], c)
+    same_period = simplify(E.FloorDiv(a[1], c) - E.FloorDiv(a[0], c), known)
+    if isinstance(same_period, E.IntImm) and same_period.value == 0:
+        return E.FloorMod(a[0], c), E.FloorMod(a[1], c)
+    return E.const(0, e.dtype), E.const(c.value - 1, e.dtype)
+
+
+def _uses_any(e, variables: dict) -> bool:
+    return any(uses_var(e, v) for v in variables)
+
+
+# ----------------------------------------------------------------------------------------------
+# Regions touched under a loop
+def loops_between(index, stmt, outer: S.For) -> list:
+    """The loops strictly inside ``outer`` that enclose ``stmt``, outermost first."""
+    path = index.path(stmt)
+    position = next(k for k, anc in enumerate(path) if anc is outer)
+    return [anc for anc in path[position + 1:] if isinstance(anc, S.For)]
+
+
+def enclosing_ranges(index, loop: S.For) -> dict:
+    """Var -> Range of ``loop`` and every loop around it (the variables that stay symbolic)."""
+    loops = [anc for anc in index.path(loop) if isinstance(anc, S.For)] + [loop]
+    return {lp.loop_var: S.Range(lp.min, lp.extent) for lp in loops}
+
+
+_STORAGE_RANK = {"global": 0, "shared": 1, "shared.dyn": 1, "warp": 2, "local": 3}
+
+
+def shared_by_threads(index, loop: S.For, scope: str) -> dict:
+    """Var -> Range of the thread-bound loops (``loop`` and those around it) whose threads all see
+    one copy of a buffer in storage ``scope``: threadIdx/vthread loops for shared memory,
+    threadIdx.x for warp memory, none for global and local buffers. A buffer computed under
+    such a loop must hold what every one of those threads needs."""
+    rank = _STORAGE_RANK.get(scope, 0)
+    if rank in (0, 3):
+        return {}
+    out = {}
+    for lp in [anc for anc in index.path(loop) if isinstance(anc, S.For)] + [loop]:
+        tag = lp.thread_binding or ""
+        if lp.kind != "thread_binding" or tag.startswith("blockIdx"):
+            continue
+        if rank == 2 and tag != "threadIdx.x":
+            continue
+        out[lp.loop_var] = S.Range(lp.min, lp.extent)
+    return out
+
+
+def accessed_region(index, loop: S.For, realizes, buffer, writes: bool = False,
+                    known: dict | None = None, also_relax: dict | None = None) -> Region | None:
+    """The part of ``buffer`` that the given blocks (all under ``loop``) read, or write when
+    ``writes``, over all iterations of the loops inside ``loop`` (and of the loops in
+    ``also_relax``, Var -> Range); None when none of the blocks touches it."""
+    known = enclosing_ranges(index, loop) if known is None else known
+    found = []
+    for realize in realizes:
+        block = realize.block
+        binding = {iv.var: value for iv, value in zip(block.iter_vars, realize.iter_values)}
+        relaxed = {lp.loop_var: S.Range(lp.min, lp.extent) for lp in loops_between(index, realize, loop)}
+        relaxed.update(also_relax or {})
+        for region in (block.writes if writes else block.reads):
+            if region.buffer is buffer:
+                found.append(relax_region(region, relaxed, known, binding))
+    return union_regions(found, known)
+
+
+# ----------------------------------------------------------------------------------------------
+# From a required region to the iterations of a block
+@dataclass(frozen=True)
+class IterDomain:
+    """Where one block iterator must run: ``min + ax`` for ax in ``range(extent)``. ``low`` and
+    ``high`` are the iterator's own bounds when a value may fall below / above them (the new
+    block then gets a predicate), else None."""
+    min: E.PrimExpr
+    extent: E.PrimExpr
+    low: E.PrimExpr | None = None
+    high: E.PrimExpr | None = None
+
+    def guard(self, value: E.PrimExpr) -> list:
+        """The conditions that keep ``value`` inside the iterator's domain."""
+        return ([value >= self.low] if self.low is not None else []) + \
+               ([value < simplify(self.high + 1)] if self.high is not None else [])
+
+
+class UncoverableRegion(Exception):
+    """No range of block iterations covers a required region (see block_var_domains)."""
+
+    def __init__(self, buffer, dim: int):
+        super().__init__(f"dimension {dim} of buffer {buffer.name}")
+        self.buffer, self.dim = buffer, dim
+
+
+def block_var_domains(block: S.Block, provided, required: dict, known: dict,
+                      cover_all: bool = True) -> list:
+    """The IterDomain of each iterator of ``block`` so that it covers ``required``.
+
+    ``provided`` are the block's own regions (in its iterators) of the buffers in ``required``
+    (id(buffer) -> Region). A dimension indexed by ``v + offset`` asks iterator ``v`` to cover
+    the required interval shifted by ``offset``; iterators that no dimension pins down run over
+    their whole domain. When several dimensions pin one iterator, ``cover_all`` takes the union
+    of their intervals (a producer must write everything any consumer reads), otherwise the
+    intersection (a consumer may only read what every producer wrote), and then a dimension that
+    is not a single element per iteration cannot be covered: UncoverableRegion.
+    The result is clipped to each iterator's domain when that can be proved to give a constant
+    extent, and otherwise keeps the region with a predicate for the sides that may overhang.
+    """
+    wanted: dict[int, Interval | None] = {}
+    iter_vars = [iv.var for iv in block.iter_vars]
+    for region in provided:
+        need = required.get(id(region.buffer))
+        if need is None:
+            continue
+        for dim, (rng, interval) in enumerate(zip(region.region, need)):
+            users = [v for v in iter_vars if uses_var(rng.min, v) or uses_var(rng.extent, v)]
+            if not users:
+                continue
+            pinned = _var_plus_offset(rng.min, iter_vars) if _is_one(rng.extent) else None
+            if pinned is None:
+                if not cover_all:
+                    raise UncoverableRegion(region.buffer, dim)
+                for v in users:
+                    wanted[id(v)] = None
+                continue
+            var, offset = pinned
+            shifted = None if interval is None else interval.shifted(offset)
+            if id(var) not in wanted:
+                wanted[id(var)] = shifted
+            elif cover_all:
+                wanted[id(var)] = union(wanted[id(var)], shifted, known)
+            else:
+                wanted[id(var)] = intersect(wanted[id(var)], shifted, known)
+    return [_clip(wanted.get(id(iv.var)), iv, known) for iv in block.iter_vars]
+
+
+def _clip(interval: Interval | None, iv: S.IterVar, known: dict) -> IterDomain:
+    full = Interval.of_range(iv.dom)
+    if interval is None:
+        return IterDomain(iv.dom.min, iv.dom.extent)
+    lo = simplify(E.Max(interval.lo, full.lo), known)
+    hi = simplify(E.Min(interval.hi, full.hi), known)
+    extent = simplify(hi - lo + 1, known)
+    if isinstance(extent, E.IntImm) and not isinstance(lo, E.Max) and not isinstance(hi, E.Min):
+        return IterDomain(lo, extent)
+    return IterDomain(interval.lo, interval.extent(known),
+                      full.lo if isinstance(lo, E.Max) else None,
+                      full.hi if isinstance(hi, E.Min) else None)
+
+
+def _is_one(e) -> bool:
+    e = simplify(e)
+    return isinstance(e, E.IntImm) and e.value == 1
+
+
+def _var_plus_offset(e, iter_vars):
+    """(v, offset) when ``e`` is ``v + offset`` with offset free of the iterators; else None."""
+    lin = _Simplifier({}).linear(simplify(e))
+    var, rest = None, dict(lin.terms)
+    for key, (atom, coef) in lin.terms.items():
+        if any(atom is v for v in iter_vars):
+            if coef != 1 or var is not None:
+                return None
+            var = atom
+            del rest[key]
+    if var is None or any(uses_var(atom, v) for atom, _ in rest.values() for v in iter_vars):
+        return None
+    offset = _Simplifier({}).rebuild(type(lin)(rest, lin.const), var.dtype)
+    return var, offset
+
+
+def realize_over(block: S.Block, domains: list, preserve_unit_loops: bool, known: dict) -> S.Stmt:
+    """``block`` bound to new loops ``ax0, ax1, ...`` that run over ``domains``, outermost first;
+    an iterator whose domain has extent 1 gets no loop unless ``preserve_unit_loops``."""
+    loops, values, conditions = [], [], []
+    ranges = dict(known)
+    for iv, dom in zip(block.iter_vars, domains):
+        dtype = iv.var.dtype
+        if preserve_unit_loops or not _is_one(dom.extent):
+            var = E.Var(f"ax{len(loops)}", dtype)
+            loops.append((var, dom.extent))
+            ranges[var] = S.Range(E.const(0, dtype), dom.extent)
+            value = simplify(dom.min + var, ranges)
+        else:
+            value = simplify(dom.min, ranges)
+        values.append(value)
+        conditions += dom.guard(value)
+    predicate = E.const(True)
+    for cond in conditions:
+        predicate = cond if _is_true(predicate) else predicate & cond
+    stmt = S.BlockRealize(tuple(values), simplify(predicate, ranges), block)
+    for var, extent in reversed(loops):
+        stmt = S.For(var, E.const(0, var.dtype), extent, "serial", stmt)
+    return stmt
+
+
+def _is_true(e) -> bool:
+    return isinstance(e, E.IntImm) and e.value == 1
+
+
+# ----------------------------------------------------------------------------------------------
+# Tree surgery
+class _Surgery(StmtExprMutator):
+    """Removes one statement (and the loops and sequences it leaves empty) and inserts one
+    statement into a loop body, in a single pass."""
+
+    def __init__(self, remove=None, insert=None):
+        super().__init__()
+        self.remove = remove
+        self.insert = insert   # (loop, position, stmt)
+
+    def visit(self, node):
+        if node is not None and node is self.remove:
+            return None
+        return super().visit(node)
+
+    def visit_SeqStmt(self, node):
+        items = [self.visit(s) for s in node.seq]
+        if all(a is b for a, b in zip(items, node.seq)):
+            return node
+        kept = [s for s in items if s is not None]
+        return S.seq(*kept) if kept else None
+
+    def visit_For(self, node):
+        new = self._single_body(node)
+        if new is None or self.insert is None or node is not self.insert[0]:
+            return new
+        _, position, stmt = self.insert
+        body = list(new.body.seq) if isinstance(new.body, S.SeqStmt) else [new.body]
+        return new.replace(body=S.seq(*body[:position], stmt, *body[position:]))
+
+    def _single_body(self, node):
+        body = self.visit(node.body)
+        if body is None:
+            return None
+        return node if body is node.body else node.replace(body=body)
+
+    visit_LetStmt = visit_Allocate = _single_body
+
+    def generic_visit(self, node):
+        # Only statements hold the statements to remove or extend; expressions stay as they are.
+        return super().generic_visit(node) if isinstance(node, (S.Stmt, S.Block)) else node
+
+    def visit_IfThenElse(self, node):
+        then_case = self.visit(node.then_case)
+        else_case = self.visit(node.else_case) if node.else_case is not None else None
+        if then_case is None and else_case is None:
+            return None
+        if then_case is None:
+            return S.IfThenElse(E.Not(node.condition), else_case)
+        if then_case is node.then_case and else_case is node.else_case:
+            return node
+        return node.replace(then_case=then_case, else_case=else_case)
+
+
+def remove_and_insert(stmt, remove=None, insert=None):
+    """``stmt`` without the statement ``remove`` (plus the loops it leaves empty) and with
+    ``insert = (loop, position, new_stmt)`` placed at ``position`` in ``loop``'s body."""
+    return _Surgery(remove, insert).visit(stmt)
+
+
+def loop_children(loop: S.For) -> list:
+    """The statements of a loop body, as a list."""
+    return list(loop.body.seq) if isinstance(loop.body, S.SeqStmt) else [loop.body]

@@ -1,0 +1,355 @@
+"""cache_read, cache_write and set_scope: expected IR, numerics, trace replay, errors."""
+import numpy as np
+import pytest
+
+from mlc_lab import tir
+from mlc_lab.ir import assert_structural_equal
+from mlc_lab.script import tir as T
+from mlc_lab.script.parser import from_source
+from mlc_lab.tir.schedule import numerics
+from mlc_lab.tir.schedule.lookup import child_blocks
+
+from corpus import mm_relu, softmax
+
+
+def assert_same_numerics(before, after):
+    args = numerics.random_arguments(before)
+    for want, got in zip(numerics.run(before, args), numerics.run(after, args)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def assert_replays(sch, original):
+    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
+    assert_structural_equal(replayed.mod, sch.mod)
+
+
+def assert_schedule_ok(sch, original, expected=None):
+    func = sch.mod["main"]
+    assert tir.verify(func)
+    if expected is not None:
+        assert_structural_equal(func, expected.with_attr("global_symbol", func.name))
+    assert_structural_equal(from_source(func.script()), func)
+    assert_same_numerics(original, func)
+    assert_replays(sch, original)
+
+
+# -- cache_read -------------------------------------------------------------------------------------
+@T.prim_func
+def mm_relu_A_shared(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+                     C: T.Buffer((128, 128), "float32")):
+    T.func_attr({"global_symbol": "mm_relu", "tir.noalias": True})
+    Y = T.alloc_buffer((128, 128))
+    A_shared = T.alloc_buffer((128, 128), scope="shared")
+    for ax0, ax1 in T.grid(128, 128):
+        with T.block("A_shared"):
+            v0, v1 = T.axis.remap("SS", [ax0, ax1])
+            A_shared[v0, v1] = A[v0, v1]
+    for i, j, k in T.grid(128, 128, 128):
+        with T.block("Y"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                Y[vi, vj] = T.float32(0)
+            Y[vi, vj] = Y[vi, vj] + A_shared[vi, vk] * B[vk, vj]
+    for i, j in T.grid(128, 128):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+
+def test_cache_read_parameter():
+    sch = tir.Schedule(mm_relu)
+    cached = sch.cache_read(sch.get_block("Y"), 0, "shared")
+    assert cached.name == "A_shared"
+    assert_schedule_ok(sch, mm_relu, mm_relu_A_shared)
+    assert sch.trace.as_python()[-1] == \
+        'b1 = sch.cache_read(block=b0, read_buffer_index=0, storage_scope="shared")'
+
+
+@T.prim_func
+def mm_relu_Y_local(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+                    C: T.Buffer((128, 128), "float32")):
+    T.func_attr({"global_symbol": "mm_relu", "tir.noalias": True})
+    Y = T.alloc_buffer((128, 128))
+    Y_local = T.alloc_buffer((128, 128), scope="local")
+    for i, j, k in T.grid(128, 128, 128):
+        with T.block("Y"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                Y[vi, vj] = T.float32(0)
+            Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+    for ax0, ax1 in T.grid(128, 128):
+        with T.block("Y_local"):
+            v0, v1 = T.axis.remap("SS", [ax0, ax1])
+            Y_local[v0, v1] = Y[v0, v1]
+    for i, j in T.grid(128, 128):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.max(Y_local[vi, vj], T.float32(0))
+
+
+def test_cache_read_intermediate_goes_between_producer_and_consumer():
+    sch = tir.Schedule(mm_relu)
+    sch.cache_read(sch.get_block("C"), 0, "local")
+    assert_schedule_ok(sch, mm_relu, mm_relu_Y_local)
+
+
+def test_cache_read_redirects_only_the_given_consumer():
+    sch = tir.Schedule(softmax)
+    sch.cache_read(sch.get_block("exp"), 0, "shared")
+    func = sch.mod["main"]
+    blocks = child_blocks(func.body)
+    assert [r.block.name_hint for r in blocks] == ["maxelem", "A_shared", "exp", "expsum", "norm"]
+    assert blocks[0].block.reads[0].buffer.name == "A"
+    assert [r.buffer.name for r in blocks[2].block.reads] == ["A_shared", "maxelem"]
+    assert_schedule_ok(sch, softmax)
+
+
+def test_cache_read_chains_and_unique_names():
+    sch = tir.Schedule(mm_relu)
+    first = sch.cache_read(sch.get_block("Y"), 0, "shared")
+    second = sch.cache_read(sch.get_block("A_shared"), 0, "local")
+    third = sch.cache_read(sch.get_block("Y"), 1, "shared")
+    assert (first.name, second.name, third.name) == ("A_shared", "A_local", "B_shared")
+    assert_schedule_ok(sch, mm_relu)
+    sch = tir.Schedule(softmax)
+    assert sch.cache_read(sch.get_block("maxelem"), 0, "shared").name == "A_shared"
+    assert sch.cache_read(sch.get_block("exp"), 0, "shared").name == "A_shared_1"
+    assert_schedule_ok(sch, softmax)
+
+
+@T.prim_func
+def fused_rows(A: T.Buffer((8, 16), "float32"), C: T.Buffer((8, 16), "float32")):
+    B = T.alloc_buffer((8, 16))
+    for i in range(8):
+        for j in range(16):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] + T.float32(1)
+        for j in range(16):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = B[vi, vj] * T.float32(2)
+
+
+@T.prim_func
+def fused_rows_cache_read(A: T.Buffer((8, 16), "float32"), C: T.Buffer((8, 16), "float32")):
+    B = T.alloc_buffer((8, 16))
+    B_shared = T.alloc_buffer((8, 16), scope="shared")
+    for i in range(8):
+        for j in range(16):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] + T.float32(1)
+        for ax0, ax1 in T.grid(1, 16):
+            with T.block("B_shared"):
+                v0 = T.axis.spatial(8, i + ax0)
+                v1 = T.axis.spatial(16, ax1)
+                B_shared[v0, v1] = B[v0, v1]
+        for j in range(16):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = B_shared[vi, vj] * T.float32(2)
+
+
+def test_cache_read_inside_a_shared_loop_copies_the_region_read():
+    sch = tir.Schedule(fused_rows)
+    sch.cache_read(sch.get_block("C"), 0, "shared")
+    assert_schedule_ok(sch, fused_rows, fused_rows_cache_read)
+
+
+@pytest.mark.skipif(not hasattr(tir.Schedule, "compute_at"), reason="compute_at not available")
+def test_cache_read_then_compute_at():
+    sch = tir.Schedule(mm_relu)
+    block_Y = sch.get_block("Y")
+    A_shared = sch.cache_read(block_Y, 0, "shared")
+    i, j, k = sch.get_loops(block_Y)
+    sch.compute_at(A_shared, i)
+    assert_schedule_ok(sch, mm_relu)
+
+
+# -- cache_write --------------------------------------------------------------------------------------
+@T.prim_func
+def matmul(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"),
+           C: T.Buffer((64, 64), "float32")):
+    for i, j, k in T.grid(64, 64, 64):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+@T.prim_func
+def matmul_C_local(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"),
+                   C: T.Buffer((64, 64), "float32")):
+    C_local = T.alloc_buffer((64, 64), scope="local")
+    for i, j, k in T.grid(64, 64, 64):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C_local[vi, vj] = T.float32(0)
+            C_local[vi, vj] = C_local[vi, vj] + A[vi, vk] * B[vk, vj]
+    for ax0, ax1 in T.grid(64, 64):
+        with T.block("C_local"):
+            v0, v1 = T.axis.remap("SS", [ax0, ax1])
+            C[v0, v1] = C_local[v0, v1]
+
+
+def test_cache_write_parameter():
+    sch = tir.Schedule(matmul)
+    C_local = sch.cache_write(sch.get_block("C"), 0, "local")
+    assert C_local.name == "C_local"
+    assert_schedule_ok(sch, matmul, matmul_C_local)
+
+
+@T.prim_func
+def matmul_C_local_tiled(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"),
+                         C: T.Buffer((64, 64), "float32")):
+    C_local = T.alloc_buffer((64, 64), scope="local")
+    for i_0, j_0, i_1, j_1, k in T.grid(8, 8, 8, 8, 64):
+        with T.block("C"):
+            vi = T.axis.spatial(64, i_0 * 8 + i_1)
+            vj = T.axis.spatial(64, j_0 * 8 + j_1)
+            vk = T.axis.reduce(64, k)
+            with T.init():
+                C_local[vi, vj] = T.float32(0)
+            C_local[vi, vj] = C_local[vi, vj] + A[vi, vk] * B[vk, vj]
+    for ax0, ax1 in T.grid(64, 64):
+        with T.block("C_local"):
+            v0, v1 = T.axis.remap("SS", [ax0, ax1])
+            C[v0, v1] = C_local[v0, v1]
+
+
+def test_course_cache_write_and_tiling():
+    sch = tir.Schedule(matmul)
+    block_C = sch.get_block("C")
+    C_local = sch.cache_write(block_C, 0, "local")
+    i, j, k = sch.get_loops(block_C)
+    i0, i1 = sch.split(i, [None, 8])
+    j0, j1 = sch.split(j, [None, 8])
+    sch.reorder(i0, j0, i1, j1, k)
+    assert_schedule_ok(sch, matmul, matmul_C_local_tiled)
+    if not hasattr(sch, "reverse_compute_at"):
+        return
+    sch.reverse_compute_at(C_local, j0)
+    sch.decompose_reduction(block_C, i1)
+    loop_j0 = sch.mod["main"].body.block.body.body
+    assert [r.block.name_hint for r in child_blocks(loop_j0)] == ["C_init", "C_update", "C_local"]
+    assert_schedule_ok(sch, matmul)
+
+
+def test_cache_write_of_intermediate_then_read():
+    sch = tir.Schedule(mm_relu)
+    Y_local = sch.cache_write(sch.get_block("Y"), 0, "local")
+    assert Y_local.name == "Y_local"
+    sch.cache_read(sch.get_block("C"), 0, "shared")
+    names = [r.block.name_hint for r in child_blocks(sch.mod["main"].body)]
+    assert names == ["Y", "Y_local", "Y_shared", "C"]
+    assert_schedule_ok(sch, mm_relu)
+
+
+@T.prim_func
+def fused_rows_cache_write(A: T.Buffer((8, 16), "float32"), C: T.Buffer((8, 16), "float32")):
+    B = T.alloc_buffer((8, 16))
+    B_local = T.alloc_buffer((8, 16), scope="local")
+    for i in range(8):
+        for j in range(16):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B_local[vi, vj] = A[vi, vj] + T.float32(1)
+        for ax0, ax1 in T.grid(1, 16):
+            with T.block("B_local"):
+                v0 = T.axis.spatial(8, i + ax0)
+                v1 = T.axis.spatial(16, ax1)
+                B[v0, v1] = B_local[v0, v1]
+        for j in range(16):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = B[vi, vj] * T.float32(2)
+
+
+def test_cache_write_inside_a_shared_loop_writes_back_before_the_consumer():
+    sch = tir.Schedule(fused_rows)
+    sch.cache_write(sch.get_block("B"), 0, "local")
+    assert_schedule_ok(sch, fused_rows, fused_rows_cache_write)
+
+
+# -- set_scope ------------------------------------------------------------------------------------------
+def test_set_scope():
+    sch = tir.Schedule(mm_relu)
+    sch.set_scope(sch.get_block("Y"), 0, "shared")
+    (Y,) = sch.mod["main"].body.block.alloc_buffers
+    assert Y.scope == "shared"
+    assert sch.mod["main"].body.block.body.seq[1].body.body.block.reads[0].buffer is Y
+    assert_schedule_ok(sch, mm_relu)
+
+
+# -- errors ---------------------------------------------------------------------------------------------
+def _unchanged_after(sch, call, error, *words):
+    before = sch.mod
+    with pytest.raises(error) as info:
+        call()
+    assert sch.mod is before
+    for word in words:
+        assert word in str(info.value)
+    return info.value
+
+
+def test_unknown_scope():
+    sch = tir.Schedule(mm_relu)
+    block = sch.get_block("Y")
+    for call in (lambda: sch.cache_read(block, 0, "texture"),
+                 lambda: sch.cache_write(block, 0, "texture"),
+                 lambda: sch.set_scope(block, 0, "texture")):
+        _unchanged_after(sch, call, tir.schedule.CacheError, "'texture'", "shared")
+
+
+def test_buffer_index_out_of_range():
+    sch = tir.Schedule(mm_relu)
+    block = sch.get_block("Y")
+    _unchanged_after(sch, lambda: sch.cache_read(block, 2, "shared"), tir.schedule.CacheError,
+                     '"Y"', "A, B", "out of range")
+    _unchanged_after(sch, lambda: sch.cache_write(block, 1, "local"), tir.schedule.CacheError,
+                     '"Y"', "out of range")
+
+
+def test_set_scope_of_parameter():
+    sch = tir.Schedule(mm_relu)
+    err = _unchanged_after(sch, lambda: sch.set_scope(sch.get_block("C"), 0, "shared"),
+                           tir.schedule.CacheError, "buffer C", "parameter")
+    assert "^" in str(err)
+
+
+def test_cache_write_needs_the_only_writer():
+    sch = tir.Schedule(mm_relu)
+    i, j, k = sch.get_loops(sch.get_block("Y"))
+    sch.decompose_reduction(sch.get_block("Y"), k)
+    _unchanged_after(sch, lambda: sch.cache_write(sch.get_block("Y_update"), 0, "local"),
+                     tir.schedule.CacheError, '"Y_update"', "only writer", "Y_init")
+
+
+@T.prim_func
+def in_place(A: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("A"):
+            vi = T.axis.spatial(8, i)
+            A[vi] = A[vi] + T.float32(1)
+
+
+def test_cache_of_a_buffer_read_and_written():
+    sch = tir.Schedule(in_place)
+    _unchanged_after(sch, lambda: sch.cache_write(sch.get_block("A"), 0, "local"),
+                     tir.schedule.CacheError, '"A"', "reads buffer A")
+    _unchanged_after(sch, lambda: sch.cache_read(sch.get_block("A"), 0, "local"),
+                     tir.schedule.CacheError, '"A"', "both reads and writes")
+
+
+def test_wrong_argument_types():
+    sch = tir.Schedule(mm_relu)
+    (i, *_) = sch.get_loops(sch.get_block("Y"))
+    with pytest.raises(TypeError, match="BlockRV"):
+        sch.cache_read(i, 0, "shared")
+    with pytest.raises(TypeError, match="int"):
+        sch.cache_write(sch.get_block("Y"), "0", "local")
+    with pytest.raises(TypeError, match="storage_scope"):
+        sch.cache_read(sch.get_block("Y"), 0, 3)

@@ -1,0 +1,658 @@
+"""compute_at / reverse_compute_at: expected IR, numerics, trace replay, and every failure."""
+import numpy as np
+import pytest
+
+from mlc_lab import tir
+from mlc_lab.ir import assert_structural_equal
+from mlc_lab.script import tir as T
+from mlc_lab.tir.schedule import numerics
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers
+def same_ir(result, expected):
+    """Structural equality, ignoring the function's own name."""
+    assert_structural_equal(result, expected.with_attr("global_symbol", result.name))
+
+
+def check(original, sch, expected=None):
+    """The scheduled function matches ``expected``, is well formed, computes what ``original``
+    computes, and its trace replays to the same IR."""
+    result = sch.mod["main"]
+    if expected is not None:
+        same_ir(result, expected)
+    tir.verify(result)
+    args = numerics.random_arguments(original)
+    want, got = numerics.run(original, args), numerics.run(result, args)
+    for a, b in zip(want, got):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
+    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
+    assert_structural_equal(replayed.mod["main"], result)
+
+
+def fails(sch, error, call, *words):
+    """``call`` raises ``error`` whose message has every word, and leaves the schedule as it was."""
+    before, steps = sch.mod, len(sch.trace.insts)
+    with pytest.raises(error) as info:
+        call()
+    for word in words:
+        assert word in str(info.value), str(info.value)
+    assert sch.mod is before and len(sch.trace.insts) == steps
+    return info.value
+
+
+def block_names(sch):
+    return [b.name_hint for b in _blocks(sch.mod["main"].body) if b.name_hint != "root"]
+
+
+def _blocks(stmt):
+    if isinstance(stmt, tir.BlockRealize):
+        yield stmt.block
+        yield from _blocks(stmt.block.body)
+    elif isinstance(stmt, tir.For):
+        yield from _blocks(stmt.body)
+    elif isinstance(stmt, tir.SeqStmt):
+        for s in stmt.seq:
+            yield from _blocks(s)
+
+
+# ----------------------------------------------------------------------------------------------
+# Programs
+@T.prim_func
+def window_sum(A: T.Buffer((130,), "float32"), B: T.Buffer((128,), "float32")):
+    A_shared = T.alloc_buffer((130,), scope="shared")
+    for i in range(130):
+        with T.block("A_shared"):
+            v = T.axis.spatial(130, i)
+            A_shared[v] = A[v]
+    for i in range(128):
+        with T.block("B"):
+            vi = T.axis.spatial(128, i)
+            B[vi] = A_shared[vi] + A_shared[vi + 1] + A_shared[vi + 2]
+
+
+@T.prim_func
+def mm_relu(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+            C: T.Buffer((128, 128), "float32")):
+    Y = T.alloc_buffer((128, 128))
+    for i, j, k in T.grid(128, 128, 128):
+        with T.block("Y"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                Y[vi, vj] = T.float32(0)
+            Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+    for i, j in T.grid(128, 128):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+
+@T.prim_func
+def upsample(A: T.Buffer((32,), "float32"), C: T.Buffer((64,), "float32")):
+    B = T.alloc_buffer((32,))
+    for i in range(32):
+        with T.block("B"):
+            vi = T.axis.spatial(32, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(64):
+        with T.block("C"):
+            vi = T.axis.spatial(64, i)
+            C[vi] = B[vi // 2]
+
+
+@T.prim_func
+def two_consumers(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32"),
+                  D: T.Buffer((64,), "float32")):
+    B = T.alloc_buffer((64,))
+    for i in range(64):
+        with T.block("B"):
+            vi = T.axis.spatial(64, i)
+            B[vi] = A[vi] + T.float32(1)
+    for i in range(64):
+        with T.block("C"):
+            vi = T.axis.spatial(64, i)
+            C[vi] = B[vi] * T.float32(2)
+    for i in range(64):
+        with T.block("D"):
+            vi = T.axis.spatial(64, i)
+            D[vi] = B[vi] * T.float32(3)
+
+
+# ----------------------------------------------------------------------------------------------
+# compute_at
+def test_window_sum_compute_at_outer_tile_loop():
+    @T.prim_func
+    def expected(A: T.Buffer((130,), "float32"), B: T.Buffer((128,), "float32")):
+        A_shared = T.alloc_buffer((130,), scope="shared")
+        for i_0 in range(4):
+            for ax0 in range(34):
+                with T.block("A_shared"):
+                    v = T.axis.spatial(130, i_0 * 32 + ax0)
+                    A_shared[v] = A[v]
+            for i_1 in range(32):
+                with T.block("B"):
+                    vi = T.axis.spatial(128, i_0 * 32 + i_1)
+                    B[vi] = A_shared[vi] + A_shared[vi + 1] + A_shared[vi + 2]
+
+    sch = tir.Schedule(window_sum, check_numerics=True)
+    i0, _ = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[4, 32])
+    sch.compute_at(sch.get_block("A_shared"), i0)
+    check(window_sum, sch, expected)
+
+
+def test_window_sum_compute_at_inner_loop_reads_three():
+    @T.prim_func
+    def expected(A: T.Buffer((130,), "float32"), B: T.Buffer((128,), "float32")):
+        A_shared = T.alloc_buffer((130,), scope="shared")
+        for i_0, i_1 in T.grid(4, 32):
+            for ax0 in range(3):
+                with T.block("A_shared"):
+                    v = T.axis.spatial(130, i_0 * 32 + i_1 + ax0)
+                    A_shared[v] = A[v]
+            with T.block("B"):
+                vi = T.axis.spatial(128, i_0 * 32 + i_1)
+                B[vi] = A_shared[vi] + A_shared[vi + 1] + A_shared[vi + 2]
+
+    sch = tir.Schedule(window_sum)
+    _, i1 = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[4, 32])
+    sch.compute_at(sch.get_block("A_shared"), i1)
+    check(window_sum, sch, expected)
+
+
+def test_window_sum_thread_tile_reads_130():
+    @T.prim_func
+    def expected(A: T.Buffer((130,), "float32"), B: T.Buffer((128,), "float32")):
+        A_shared = T.alloc_buffer((130,), scope="shared")
+        for i_0 in T.thread_binding(1, thread="blockIdx.x"):
+            for ax0 in range(130):
+                with T.block("A_shared"):
+                    v = T.axis.spatial(130, i_0 * 128 + ax0)
+                    A_shared[v] = A[v]
+            for i_1 in T.thread_binding(128, thread="threadIdx.x"):
+                with T.block("B"):
+                    vi = T.axis.spatial(128, i_0 * 128 + i_1)
+                    B[vi] = A_shared[vi] + A_shared[vi + 1] + A_shared[vi + 2]
+
+    sch = tir.Schedule(window_sum)
+    bx, tx = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[None, 128])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    sch.compute_at(sch.get_block("A_shared"), bx)
+    check(window_sum, sch, expected)
+
+
+@T.prim_func
+def window_sum_256(A: T.Buffer((258,), "float32"), B: T.Buffer((256,), "float32")):
+    A_shared = T.alloc_buffer((258,), scope="shared")
+    for i in range(258):
+        with T.block("A_shared"):
+            v = T.axis.spatial(258, i)
+            A_shared[v] = A[v]
+    for i in range(256):
+        with T.block("B"):
+            vi = T.axis.spatial(256, i)
+            B[vi] = A_shared[vi] + A_shared[vi + 1] + A_shared[vi + 2]
+
+
+def test_shared_buffer_at_a_thread_loop_covers_every_thread_of_the_block():
+    @T.prim_func
+    def expected(A: T.Buffer((258,), "float32"), B: T.Buffer((256,), "float32")):
+        A_shared = T.alloc_buffer((258,), scope="shared")
+        for i_0 in T.thread_binding(2, thread="blockIdx.x"):
+            for i_1 in T.thread_binding(128, thread="threadIdx.x"):
+                for ax0_0 in range(2):
+                    for ax0_1 in T.thread_binding(128, thread="threadIdx.x"):
+                        with T.block("A_shared"):
+                            v = T.axis.spatial(258, i_0 * 128 + ax0_0 * 128 + ax0_1)
+                            T.where(ax0_0 * 128 + ax0_1 < 130)
+                            A_shared[v] = A[v]
+                with T.block("B"):
+                    vi = T.axis.spatial(256, i_0 * 128 + i_1)
+                    B[vi] = A_shared[vi] + A_shared[vi + 1] + A_shared[vi + 2]
+
+    sch = tir.Schedule(window_sum_256, check_numerics=True)
+    bx, tx = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[None, 128])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    sch.compute_at(sch.get_block("A_shared"), tx)
+    (ax0,) = sch.get_loops(sch.get_block("A_shared"))[2:]
+    assert sch.mod["main"].body.block.body.body.body.seq[0].extent.value == 130
+    _, ax0_1 = sch.split(ax0, factors=[None, 128])
+    sch.bind(ax0_1, "threadIdx.x")
+    check(window_sum_256, sch, expected)
+
+
+def test_local_buffer_at_a_thread_loop_covers_one_thread():
+    @T.prim_func
+    def local_copy(A: T.Buffer((258,), "float32"), B: T.Buffer((256,), "float32")):
+        A_local = T.alloc_buffer((258,), scope="local")
+        for i in range(258):
+            with T.block("A_local"):
+                v = T.axis.spatial(258, i)
+                A_local[v] = A[v]
+        for i in range(256):
+            with T.block("B"):
+                vi = T.axis.spatial(256, i)
+                B[vi] = A_local[vi] + A_local[vi + 1] + A_local[vi + 2]
+
+    sch = tir.Schedule(local_copy)
+    bx, tx = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[None, 128])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    sch.compute_at(sch.get_block("A_local"), tx)
+    copy_loop = sch.mod["main"].body.block.body.body.body.seq[0]
+    assert copy_loop.extent.value == 3
+    check(local_copy, sch)
+
+
+def test_overhanging_tile_gets_a_predicate():
+    @T.prim_func
+    def expected(A: T.Buffer((130,), "float32"), B: T.Buffer((128,), "float32")):
+        A_shared = T.alloc_buffer((130,), scope="shared")
+        for i_0 in range(3):
+            for ax0 in range(50):
+                with T.block("A_shared"):
+                    v = T.axis.spatial(130, i_0 * 48 + ax0)
+                    T.where(i_0 * 48 + ax0 < 130)
+                    A_shared[v] = A[v]
+            for i_1 in range(48):
+                with T.block("B"):
+                    vi = T.axis.spatial(128, i_0 * 48 + i_1)
+                    T.where(i_0 * 48 + i_1 < 128)
+                    B[vi] = A_shared[vi] + A_shared[vi + 1] + A_shared[vi + 2]
+
+    sch = tir.Schedule(window_sum, check_numerics=True)
+    i0, _ = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[None, 48])
+    sch.compute_at(sch.get_block("A_shared"), i0)
+    check(window_sum, sch, expected)
+
+
+def test_compute_at_twice_moves_deeper():
+    sch = tir.Schedule(window_sum)
+    i0, i1 = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[4, 32])
+    copy = sch.get_block("A_shared")
+    sch.compute_at(copy, i0)
+    sch.compute_at(copy, i1)
+    expected = tir.Schedule(window_sum)
+    _, j1 = expected.split(expected.get_loops(expected.get_block("B"))[0], factors=[4, 32])
+    expected.compute_at(expected.get_block("A_shared"), j1)
+    check(window_sum, sch, expected.mod["main"])
+
+
+def test_reduction_block_recreates_reduce_loop():
+    @T.prim_func
+    def expected(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+                 C: T.Buffer((128, 128), "float32")):
+        Y = T.alloc_buffer((128, 128))
+        for i, j in T.grid(128, 128):
+            for ax0 in range(128):
+                with T.block("Y"):
+                    vi = T.axis.spatial(128, i)
+                    vj = T.axis.spatial(128, j)
+                    vk = T.axis.reduce(128, ax0)
+                    with T.init():
+                        Y[vi, vj] = T.float32(0)
+                    Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+    sch = tir.Schedule(mm_relu)
+    _, j = sch.get_loops(sch.get_block("C"))
+    sch.compute_at(sch.get_block("Y"), j)
+    check(mm_relu, sch, expected)
+
+
+def test_preserve_unit_loops():
+    @T.prim_func
+    def expected(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+                 C: T.Buffer((128, 128), "float32")):
+        Y = T.alloc_buffer((128, 128))
+        for i, j in T.grid(128, 128):
+            for ax0, ax1, ax2 in T.grid(1, 1, 128):
+                with T.block("Y"):
+                    vi = T.axis.spatial(128, i + ax0)
+                    vj = T.axis.spatial(128, j + ax1)
+                    vk = T.axis.reduce(128, ax2)
+                    with T.init():
+                        Y[vi, vj] = T.float32(0)
+                    Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+    sch = tir.Schedule(mm_relu)
+    _, j = sch.get_loops(sch.get_block("C"))
+    sch.compute_at(sch.get_block("Y"), j, preserve_unit_loops=True)
+    check(mm_relu, sch, expected)
+
+
+def test_floordiv_consumer_needs_half_the_tile():
+    @T.prim_func
+    def expected(A: T.Buffer((32,), "float32"), C: T.Buffer((64,), "float32")):
+        B = T.alloc_buffer((32,))
+        for i_0 in range(8):
+            for ax0 in range(4):
+                with T.block("B"):
+                    vi = T.axis.spatial(32, i_0 * 4 + ax0)
+                    B[vi] = A[vi] * T.float32(2)
+            for i_1 in range(8):
+                with T.block("C"):
+                    vi = T.axis.spatial(64, i_0 * 8 + i_1)
+                    C[vi] = B[vi // 2]
+
+    sch = tir.Schedule(upsample)
+    i0, _ = sch.split(sch.get_loops(sch.get_block("C"))[0], factors=[8, 8])
+    sch.compute_at(sch.get_block("B"), i0)
+    check(upsample, sch, expected)
+
+
+def test_two_consumers_under_one_loop_cover_both():
+    @T.prim_func
+    def fused_consumers(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+        B = T.alloc_buffer((64,))
+        for i in range(64):
+            with T.block("B"):
+                vi = T.axis.spatial(64, i)
+                B[vi] = A[vi] + T.float32(1)
+        for i0 in range(8):
+            for i1 in range(8):
+                with T.block("C"):
+                    vi = T.axis.spatial(64, i0 * 8 + i1)
+                    C[vi] = B[vi] * T.float32(2)
+            for i1 in range(8):
+                with T.block("D"):
+                    vi = T.axis.spatial(64, i0 * 8 + i1)
+                    C[vi] = C[vi] + B[vi]
+
+    @T.prim_func
+    def expected(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+        B = T.alloc_buffer((64,))
+        for i0 in range(8):
+            for ax0 in range(8):
+                with T.block("B"):
+                    vi = T.axis.spatial(64, i0 * 8 + ax0)
+                    B[vi] = A[vi] + T.float32(1)
+            for i1 in range(8):
+                with T.block("C"):
+                    vi = T.axis.spatial(64, i0 * 8 + i1)
+                    C[vi] = B[vi] * T.float32(2)
+            for i1 in range(8):
+                with T.block("D"):
+                    vi = T.axis.spatial(64, i0 * 8 + i1)
+                    C[vi] = C[vi] + B[vi]
+
+    sch = tir.Schedule(fused_consumers)
+    i0 = sch.get_loops(sch.get_block("C"))[0]
+    sch.compute_at(sch.get_block("B"), i0)
+    check(fused_consumers, sch, expected)
+
+
+def test_softmax_chain_of_compute_at():
+    @T.prim_func
+    def softmax(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8, 16), "float32")):
+        maxelem = T.alloc_buffer((8,))
+        expsum = T.alloc_buffer((8,))
+        expval = T.alloc_buffer((8, 16))
+        for i, k in T.grid(8, 16):
+            with T.block("maxelem"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    maxelem[vi] = T.float32(-1e30)
+                maxelem[vi] = T.max(maxelem[vi], A[vi, vk])
+        for i, j in T.grid(8, 16):
+            with T.block("exp"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                expval[vi, vj] = T.exp(A[vi, vj] - maxelem[vi])
+        for i, k in T.grid(8, 16):
+            with T.block("expsum"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    expsum[vi] = T.float32(0)
+                expsum[vi] = expsum[vi] + expval[vi, vk]
+        for i, j in T.grid(8, 16):
+            with T.block("norm"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = expval[vi, vj] / expsum[vi]
+
+    sch = tir.Schedule(softmax, check_numerics=True)
+    i = sch.get_loops(sch.get_block("norm"))[0]
+    for name in ("expsum", "exp", "maxelem"):
+        sch.compute_at(sch.get_block(name), i)
+    root = sch.mod["main"].body.block.body
+    assert isinstance(root, tir.For) and len(root.body.seq) == 4
+    check(softmax, sch)
+
+
+def test_index_minus_two_places_right_after_producers():
+    sch = tir.Schedule(window_sum)
+    i0, _ = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[4, 32])
+    sch.compute_at(sch.get_block("A_shared"), i0, index=-2)
+    body = sch.mod["main"].body.block.body.body
+    assert body.seq[0].body.block.name_hint == "A_shared"
+    check(window_sum, sch)
+
+
+# ----------------------------------------------------------------------------------------------
+# reverse_compute_at
+def test_mm_relu_course_sequence():
+    @T.prim_func
+    def expected(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+                 C: T.Buffer((128, 128), "float32")):
+        Y = T.alloc_buffer((128, 128))
+        for i, j_0 in T.grid(128, 32):
+            for k, j_1 in T.grid(128, 4):
+                with T.block("Y"):
+                    vi = T.axis.spatial(128, i)
+                    vj = T.axis.spatial(128, j_0 * 4 + j_1)
+                    vk = T.axis.reduce(128, k)
+                    with T.init():
+                        Y[vi, vj] = T.float32(0)
+                    Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+            for ax0 in range(4):
+                with T.block("C"):
+                    vi = T.axis.spatial(128, i)
+                    vj = T.axis.spatial(128, j_0 * 4 + ax0)
+                    C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+    sch = tir.Schedule(mm_relu, check_numerics=True)
+    block_Y = sch.get_block("Y")
+    i, j, k = sch.get_loops(block_Y)
+    j0, j1 = sch.split(j, factors=[None, 4])
+    sch.reorder(j0, k, j1)
+    sch.reverse_compute_at(sch.get_block("C"), j0)
+    check(mm_relu, sch, expected)
+    assert "sch.reverse_compute_at(" in str(sch.trace)
+
+
+def test_reverse_compute_at_outer_loop_and_unit_loops():
+    @T.prim_func
+    def expected(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+                 C: T.Buffer((128, 128), "float32")):
+        Y = T.alloc_buffer((128, 128))
+        for i in range(128):
+            for j, k in T.grid(128, 128):
+                with T.block("Y"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    with T.init():
+                        Y[vi, vj] = T.float32(0)
+                    Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+            for ax0, ax1 in T.grid(1, 128):
+                with T.block("C"):
+                    vi = T.axis.spatial(128, i + ax0)
+                    vj = T.axis.spatial(128, ax1)
+                    C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+    sch = tir.Schedule(mm_relu)
+    i = sch.get_loops(sch.get_block("Y"))[0]
+    sch.reverse_compute_at(sch.get_block("C"), i, preserve_unit_loops=True)
+    check(mm_relu, sch, expected)
+
+
+def test_reverse_compute_at_overhanging_tile_gets_a_predicate():
+    @T.prim_func
+    def copy_head(A: T.Buffer((130,), "float32"), B: T.Buffer((128,), "float32")):
+        A_shared = T.alloc_buffer((130,), scope="shared")
+        for i in range(130):
+            with T.block("A_shared"):
+                v = T.axis.spatial(130, i)
+                A_shared[v] = A[v]
+        for i in range(128):
+            with T.block("B"):
+                vi = T.axis.spatial(128, i)
+                B[vi] = A_shared[vi] * T.float32(2)
+
+    @T.prim_func
+    def expected(A: T.Buffer((130,), "float32"), B: T.Buffer((128,), "float32")):
+        A_shared = T.alloc_buffer((130,), scope="shared")
+        for i_0 in range(10):
+            for i_1 in range(13):
+                with T.block("A_shared"):
+                    v = T.axis.spatial(130, i_0 * 13 + i_1)
+                    A_shared[v] = A[v]
+            for ax0 in range(13):
+                with T.block("B"):
+                    vi = T.axis.spatial(128, i_0 * 13 + ax0)
+                    T.where(i_0 * 13 + ax0 < 128)
+                    B[vi] = A_shared[vi] * T.float32(2)
+
+    sch = tir.Schedule(copy_head, check_numerics=True)
+    i0, _ = sch.split(sch.get_loops(sch.get_block("A_shared"))[0], factors=[10, 13])
+    sch.reverse_compute_at(sch.get_block("B"), i0)
+    check(copy_head, sch, expected)
+
+
+# ----------------------------------------------------------------------------------------------
+# Failures
+def test_loop_not_enclosing_every_consumer():
+    sch = tir.Schedule(two_consumers)
+    i = sch.get_loops(sch.get_block("C"))[0]
+    blocks = {name: sch.get_block(name) for name in block_names(sch)}
+    error = fails(sch, tir.schedule.ComputeAtError,
+                  lambda: sch.compute_at(blocks["B"], i),
+                  'block "D"', "consumer", "loop i")
+    assert "^^^" in str(error)
+
+
+def test_output_block_cannot_be_computed_at():
+    sch = tir.Schedule(mm_relu)
+    i = sch.get_loops(sch.get_block("Y"))[0]
+    blocks = {name: sch.get_block(name) for name in block_names(sch)}
+    fails(sch, tir.schedule.ComputeAtError, lambda: sch.compute_at(blocks["C"], i),
+          'block "C"', "output")
+
+
+def test_loop_already_enclosing_the_block():
+    sch = tir.Schedule(mm_relu)
+    _, j, _ = sch.get_loops(sch.get_block("Y"))
+    blocks = {name: sch.get_block(name) for name in block_names(sch)}
+    fails(sch, tir.schedule.ComputeAtError, lambda: sch.compute_at(blocks["Y"], j),
+          "loop j", 'block "Y"', "already encloses")
+
+
+def test_reverse_compute_at_loop_missing_a_producer():
+    @T.prim_func
+    def two_producers(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+        B0 = T.alloc_buffer((16,))
+        B1 = T.alloc_buffer((16,))
+        for i in range(16):
+            with T.block("B0"):
+                vi = T.axis.spatial(16, i)
+                B0[vi] = A[vi]
+        for i in range(16):
+            with T.block("B1"):
+                vi = T.axis.spatial(16, i)
+                B1[vi] = A[vi] * T.float32(2)
+        for i in range(16):
+            with T.block("C"):
+                vi = T.axis.spatial(16, i)
+                C[vi] = B0[vi] + B1[vi]
+
+    sch = tir.Schedule(two_producers)
+    i = sch.get_loops(sch.get_block("B1"))[0]
+    blocks = {name: sch.get_block(name) for name in block_names(sch)}
+    fails(sch, tir.schedule.ComputeAtError, lambda: sch.reverse_compute_at(blocks["C"], i),
+          'block "B0"', "producer", "loop i")
+
+
+def test_reverse_compute_at_window_consumer_is_refused():
+    sch = tir.Schedule(window_sum)
+    i0, _ = sch.split(sch.get_loops(sch.get_block("A_shared"))[0], factors=[10, 13])
+    blocks = {name: sch.get_block(name) for name in block_names(sch)}
+    fails(sch, tir.schedule.ComputeAtError, lambda: sch.reverse_compute_at(blocks["B"], i0),
+          'block "B"', "A_shared", "compute_at the producers")
+
+
+def test_reverse_compute_at_inside_the_reduction_is_refused():
+    sch = tir.Schedule(mm_relu)
+    i, j, k = sch.get_loops(sch.get_block("Y"))
+    j0, j1 = sch.split(j, factors=[None, 4])
+    sch.reorder(j0, k, j1)
+    blocks = {name: sch.get_block(name) for name in block_names(sch)}
+    fails(sch, tir.schedule.ComputeAtError, lambda: sch.reverse_compute_at(blocks["C"], j1),
+          'block "Y"', "reduction", "loop j_1", "not final")
+
+
+def test_not_a_complete_block():
+    @T.prim_func
+    def two_writers(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+        B = T.alloc_buffer((16,))
+        for i in range(16):
+            with T.block("B0"):
+                vi = T.axis.spatial(16, i)
+                B[vi] = A[vi]
+        for i in range(16):
+            with T.block("B1"):
+                vi = T.axis.spatial(16, i)
+                B[vi] = B[vi] + T.float32(1)
+        for i in range(16):
+            with T.block("C"):
+                vi = T.axis.spatial(16, i)
+                C[vi] = B[vi]
+
+    sch = tir.Schedule(two_writers)
+    i = sch.get_loops(sch.get_block("C"))[0]
+    blocks = {name: sch.get_block(name) for name in block_names(sch)}
+    fails(sch, tir.schedule.ComputeAtError, lambda: sch.compute_at(blocks["B0"], i),
+          'block "B0"', "only writer")
+
+
+def test_producer_after_consumer_under_the_loop():
+    @T.prim_func
+    def misordered(A: T.Buffer((16,), "float32"), D: T.Buffer((16,), "float32")):
+        B = T.alloc_buffer((16,))
+        C = T.alloc_buffer((16,))
+        for i in range(16):
+            with T.block("D"):
+                vi = T.axis.spatial(16, i)
+                D[vi] = C[vi]
+            with T.block("P"):
+                vi = T.axis.spatial(16, i)
+                B[vi] = A[vi]
+        for i in range(16):
+            with T.block("X"):
+                vi = T.axis.spatial(16, i)
+                C[vi] = B[vi] + T.float32(1)
+
+    sch = tir.Schedule(misordered)
+    i = sch.get_loops(sch.get_block("D"))[0]
+    blocks = {name: sch.get_block(name) for name in block_names(sch)}
+    fails(sch, tir.schedule.ComputeAtError, lambda: sch.compute_at(blocks["X"], i),
+          "loop i", 'block "P"', 'block "D"', "producer", "consumer")
+
+
+def test_bad_index():
+    sch = tir.Schedule(window_sum)
+    i0, _ = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[4, 32])
+    blocks = {name: sch.get_block(name) for name in block_names(sch)}
+    fails(sch, tir.schedule.ComputeAtError,
+          lambda: sch.compute_at(blocks["A_shared"], i0, index=5), "index 5")
+
+
+def test_argument_types_are_checked():
+    sch = tir.Schedule(window_sum)
+    i = sch.get_loops(sch.get_block("B"))[0]
+    with pytest.raises(TypeError, match="LoopRV"):
+        sch.compute_at(sch.get_block("A_shared"), sch.get_block("B"))
+    with pytest.raises(TypeError, match="BlockRV"):
+        sch.reverse_compute_at(i, i)

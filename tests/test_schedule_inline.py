@@ -1,0 +1,423 @@
+"""compute_inline / reverse_compute_inline: expected IR, numerics, trace replay, every failure."""
+import numpy as np
+import pytest
+
+from mlc_lab import tir
+from mlc_lab.ir import assert_structural_equal
+from mlc_lab.script import tir as T
+from mlc_lab.tir.schedule import numerics
+
+InlineError = tir.schedule.InlineError
+
+
+def same_ir(result, expected):
+    """Structural equality, ignoring the function's own name."""
+    assert_structural_equal(result, expected.with_attr("global_symbol", result.name))
+
+
+def check(original, sch, expected=None):
+    """The scheduled function matches ``expected``, is well formed, computes what ``original``
+    computes, and its trace replays to the same IR."""
+    result = sch.mod["main"]
+    if expected is not None:
+        same_ir(result, expected)
+    tir.verify(result)
+    args = numerics.random_arguments(original)
+    want, got = numerics.run(original, args), numerics.run(result, args)
+    for p, a, b in zip(original.params, want, got):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5, err_msg=p.name)
+    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
+    assert_structural_equal(replayed.mod["main"], result)
+
+
+def fails(original, primitive, block_name, *words):
+    """sch.<primitive>(block) raises InlineError naming the block and every word, and leaves the
+    schedule unchanged."""
+    sch = tir.Schedule(original)
+    block = sch.get_block(block_name)
+    before, steps = sch.mod, len(sch.trace.insts)
+    with pytest.raises(InlineError) as info:
+        getattr(sch, primitive)(block)
+    message = str(info.value)
+    for word in (f'"{block_name}"',) + words:
+        assert word in message, message
+    assert "^^^" in message
+    assert sch.mod is before and len(sch.trace.insts) == steps
+    return message
+
+
+# ----------------------------------------------------------------------------------------------
+# Programs
+@T.prim_func
+def scale_add(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    B = T.alloc_buffer((16, 16))
+    for i, j in T.grid(16, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(16, 16):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+@T.prim_func
+def mm_relu(A: T.Buffer((32, 32), "float32"), B: T.Buffer((32, 32), "float32"),
+            C: T.Buffer((32, 32), "float32")):
+    Y = T.alloc_buffer((32, 32))
+    for i, j, k in T.grid(32, 32, 32):
+        with T.block("Y"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                Y[vi, vj] = T.float32(0)
+            Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+    for i, j in T.grid(32, 32):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+
+@T.prim_func
+def add_bias_relu(A: T.Buffer((8, 16), "float32"), bias: T.Buffer((8,), "float32"),
+                  C: T.Buffer((8, 16), "float32")):
+    B = T.alloc_buffer((16, 8))
+    for i, j in T.grid(16, 8):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vj, vi] + T.float32(1)
+    for i, j in T.grid(8, 16):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.max(B[vj, vi] + bias[vi], T.float32(0))
+
+
+# ----------------------------------------------------------------------------------------------
+# compute_inline
+def test_compute_inline_elementwise_producer():
+    @T.prim_func
+    def expected(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+        for i, j in T.grid(16, 16):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = A[vi, vj] * T.float32(2) + T.float32(1)
+
+    sch = tir.Schedule(scale_add, check_numerics=True)
+    sch.compute_inline(sch.get_block("B"))
+    check(scale_add, sch, expected)
+
+
+def test_compute_inline_into_consumers_with_other_indices():
+    @T.prim_func
+    def shifted(A: T.Buffer((16,), "float32"), C: T.Buffer((8,), "float32"),
+                D: T.Buffer((16,), "float32")):
+        B = T.alloc_buffer((16,))
+        for i in range(16):
+            with T.block("B"):
+                vi = T.axis.spatial(16, i)
+                B[vi] = A[vi] * A[vi]
+        for i in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(8, i)
+                C[vi] = B[vi * 2] + B[vi * 2 + 1]
+        for i in range(16):
+            with T.block("D"):
+                vi = T.axis.spatial(16, i)
+                D[vi] = B[15 - vi]
+
+    @T.prim_func
+    def expected(A: T.Buffer((16,), "float32"), C: T.Buffer((8,), "float32"),
+                 D: T.Buffer((16,), "float32")):
+        for i in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(8, i)
+                C[vi] = A[vi * 2] * A[vi * 2] + A[vi * 2 + 1] * A[vi * 2 + 1]
+        for i in range(16):
+            with T.block("D"):
+                vi = T.axis.spatial(16, i)
+                D[vi] = A[15 - vi] * A[15 - vi]
+
+    sch = tir.Schedule(shifted)
+    sch.compute_inline(sch.get_block("B"))
+    check(shifted, sch, expected)
+
+
+def test_compute_inline_after_compute_at_removes_emptied_loops():
+    @T.prim_func
+    def expected(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+        for i in range(16):
+            for j in range(16):
+                with T.block("C"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    C[vi, vj] = A[vi, vj] * T.float32(2) + T.float32(1)
+
+    sch = tir.Schedule(scale_add)
+    i, _ = sch.get_loops(sch.get_block("C"))
+    sch.compute_at(sch.get_block("B"), i)
+    sch.compute_inline(sch.get_block("B"))
+    check(scale_add, sch, expected)
+
+
+def test_compute_inline_softmax_exp_into_two_consumers():
+    @T.prim_func
+    def softmax(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4, 8), "float32")):
+        expval = T.alloc_buffer((4, 8))
+        expsum = T.alloc_buffer((4,))
+        for i, j in T.grid(4, 8):
+            with T.block("exp"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                expval[vi, vj] = T.exp(A[vi, vj])
+        for i, k in T.grid(4, 8):
+            with T.block("expsum"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    expsum[vi] = T.float32(0)
+                expsum[vi] = expsum[vi] + expval[vi, vk]
+        for i, j in T.grid(4, 8):
+            with T.block("norm"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = expval[vi, vj] / expsum[vi]
+
+    sch = tir.Schedule(softmax, check_numerics=True)
+    sch.compute_inline(sch.get_block("exp"))
+    result = sch.mod["main"]
+    assert [b.name for b in result.body.block.alloc_buffers] == ["expsum"]
+    check(softmax, sch)
+
+
+def test_compute_inline_reduction_is_refused():
+    fails(mm_relu, "compute_inline", "Y", "reduction")
+
+
+def test_compute_inline_output_block_is_refused():
+    fails(scale_add, "compute_inline", "C", "output")
+
+
+def test_compute_inline_needs_a_single_store():
+    @T.prim_func
+    def two_stores(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        B = T.alloc_buffer((8,))
+        B2 = T.alloc_buffer((8,))
+        for i in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi]
+                B2[vi] = A[vi]
+        for i in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(8, i)
+                C[vi] = B[vi] + B2[vi]
+
+    fails(two_stores, "compute_inline", "B", "single store")
+
+
+def test_compute_inline_needs_plain_iterator_indices():
+    @T.prim_func
+    def strided(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        B = T.alloc_buffer((16,))
+        for i in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                B[vi * 2] = A[vi]
+        for i in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(8, i)
+                C[vi] = B[vi * 2]
+
+    fails(strided, "compute_inline", "B", "not distinct block iterators", "vi * 2")
+
+
+def test_compute_inline_value_using_another_iterator_is_refused():
+    @T.prim_func
+    def broadcast(A: T.Buffer((8, 4), "float32"), C: T.Buffer((8,), "float32")):
+        B = T.alloc_buffer((8,))
+        for i, j in T.grid(8, 4):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi] = A[vi, vj]
+        for i in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(8, i)
+                C[vi] = B[vi]
+
+    fails(broadcast, "compute_inline", "B", "not an index")
+
+
+def test_compute_inline_of_a_second_writer_is_refused():
+    @T.prim_func
+    def two_writers(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        B = T.alloc_buffer((8,))
+        for i in range(8):
+            with T.block("B0"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi]
+        for i in range(8):
+            with T.block("B1"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi] + T.float32(1)
+        for i in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(8, i)
+                C[vi] = B[vi]
+
+    fails(two_writers, "compute_inline", "B0", "only writer")
+
+
+# ----------------------------------------------------------------------------------------------
+# reverse_compute_inline
+def test_reverse_compute_inline_relu_into_elementwise_producer():
+    @T.prim_func
+    def expected(A: T.Buffer((8, 16), "float32"), bias: T.Buffer((8,), "float32"),
+                 C: T.Buffer((8, 16), "float32")):
+        for i, j in T.grid(16, 8):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vj, vi] = T.max(A[vj, vi] + T.float32(1) + bias[vj], T.float32(0))
+
+    sch = tir.Schedule(add_bias_relu, check_numerics=True)
+    sch.reverse_compute_inline(sch.get_block("C"))
+    check(add_bias_relu, sch, expected)
+
+
+def test_reverse_compute_inline_after_decomposed_matmul():
+    @T.prim_func
+    def mm_then_bias_then_relu(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+                               C: T.Buffer((16, 16), "float32")):
+        Y = T.alloc_buffer((16, 16))
+        Z = T.alloc_buffer((16, 16))
+        for i, j, k in T.grid(16, 16, 16):
+            with T.block("Y"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Y[vi, vj] = T.float32(0)
+                Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+        for i, j in T.grid(16, 16):
+            with T.block("Z"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Z[vi, vj] = Y[vi, vj] + T.float32(1)
+        for i, j in T.grid(16, 16):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = T.max(Z[vi, vj], T.float32(0))
+
+    @T.prim_func
+    def expected(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+                 C: T.Buffer((16, 16), "float32")):
+        Y = T.alloc_buffer((16, 16))
+        for i, j, k in T.grid(16, 16, 16):
+            with T.block("Y"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Y[vi, vj] = T.float32(0)
+                Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+        for i, j in T.grid(16, 16):
+            with T.block("Z"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = T.max(Y[vi, vj] + T.float32(1), T.float32(0))
+
+    sch = tir.Schedule(mm_then_bias_then_relu, check_numerics=True)
+    sch.reverse_compute_inline(sch.get_block("C"))
+    check(mm_then_bias_then_relu, sch, expected)
+
+
+def test_reverse_compute_inline_into_reduction_is_refused():
+    message = fails(mm_relu, "reverse_compute_inline", "C", '"Y"', "reduction block")
+    assert "producer" in message
+
+
+def test_reverse_compute_inline_two_intermediates_is_refused():
+    @T.prim_func
+    def two_inputs(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        B0 = T.alloc_buffer((8,))
+        B1 = T.alloc_buffer((8,))
+        for i in range(8):
+            with T.block("B0"):
+                vi = T.axis.spatial(8, i)
+                B0[vi] = A[vi]
+        for i in range(8):
+            with T.block("B1"):
+                vi = T.axis.spatial(8, i)
+                B1[vi] = A[vi] * T.float32(2)
+        for i in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(8, i)
+                C[vi] = B0[vi] + B1[vi]
+
+    fails(two_inputs, "reverse_compute_inline", "C", "exactly one buffer", "B0, B1")
+
+
+def test_reverse_compute_inline_load_not_at_iterators_is_refused():
+    @T.prim_func
+    def shifted(A: T.Buffer((9,), "float32"), C: T.Buffer((8,), "float32")):
+        B = T.alloc_buffer((9,))
+        for i in range(9):
+            with T.block("B"):
+                vi = T.axis.spatial(9, i)
+                B[vi] = A[vi]
+        for i in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(8, i)
+                C[vi] = B[vi + 1]
+
+    fails(shifted, "reverse_compute_inline", "C", "block iterators")
+
+
+def test_reverse_compute_inline_loads_at_two_places_is_refused():
+    @T.prim_func
+    def two_loads(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        B = T.alloc_buffer((8,))
+        for i in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi]
+        for i in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(8, i)
+                C[vi] = B[vi] + B[7 - vi]
+
+    fails(two_loads, "reverse_compute_inline", "C", "different indices")
+
+
+def test_reverse_compute_inline_partial_consumer_is_refused():
+    @T.prim_func
+    def head(A: T.Buffer((16,), "float32"), C: T.Buffer((8,), "float32")):
+        B = T.alloc_buffer((16,))
+        for i in range(16):
+            with T.block("B"):
+                vi = T.axis.spatial(16, i)
+                B[vi] = A[vi]
+        for i in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(8, i)
+                C[vi] = B[vi]
+
+    fails(head, "reverse_compute_inline", "C", "read all of it")
+
+
+def test_reverse_compute_inline_with_another_reader_is_refused():
+    @T.prim_func
+    def shared_input(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"),
+                     D: T.Buffer((8,), "float32")):
+        B = T.alloc_buffer((8,))
+        for i in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi]
+        for i in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(8, i)
+                C[vi] = B[vi] * T.float32(2)
+        for i in range(8):
+            with T.block("D"):
+                vi = T.axis.spatial(8, i)
+                D[vi] = B[vi] * T.float32(3)
+
+    fails(shared_input, "reverse_compute_inline", "C", '"D" also reads B')
+
+
+def test_argument_types_are_checked():
+    sch = tir.Schedule(scale_add)
+    loop = sch.get_loops(sch.get_block("B"))[0]
+    with pytest.raises(TypeError, match="BlockRV"):
+        sch.compute_inline(loop)
+    with pytest.raises(TypeError, match="BlockRV"):
+        sch.reverse_compute_inline(loop)

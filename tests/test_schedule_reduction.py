@@ -1,0 +1,310 @@
+"""decompose_reduction and rfactor: expected IR, numerics, trace replay, errors, and the course's
+rule about the order of decompose_reduction and parallel/vectorize."""
+import numpy as np
+import pytest
+
+from mlc_lab import tir
+from mlc_lab.ir import assert_structural_equal
+from mlc_lab.script import tir as T
+from mlc_lab.script.parser import from_source
+from mlc_lab.tir.schedule import numerics
+
+from corpus import conv2d_nchw, mm_relu, softmax
+
+
+def assert_same_numerics(before, after):
+    args = numerics.random_arguments(before)
+    for want, got in zip(numerics.run(before, args), numerics.run(after, args)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def assert_replays(sch, original):
+    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
+    assert_structural_equal(replayed.mod, sch.mod)
+
+
+def assert_schedule_ok(sch, original, expected=None):
+    func = sch.mod["main"]
+    assert tir.verify(func)
+    if expected is not None:
+        assert_structural_equal(func, expected.with_attr("global_symbol", func.name))
+    assert_structural_equal(from_source(func.script()), func)
+    assert_same_numerics(original, func)
+    assert_replays(sch, original)
+
+
+def unchanged_after(sch, call, error, *words):
+    before = sch.mod
+    with pytest.raises(error) as info:
+        call()
+    assert sch.mod is before
+    for word in words:
+        assert word in str(info.value)
+    assert "^" in str(info.value)
+
+
+# -- decompose_reduction --------------------------------------------------------------------------
+@T.prim_func
+def mm_relu_decomposed(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+                       C: T.Buffer((128, 128), "float32")):
+    T.func_attr({"global_symbol": "mm_relu", "tir.noalias": True})
+    Y = T.alloc_buffer((128, 128))
+    for i, j_0 in T.grid(128, 32):
+        for j_1_init in range(4):
+            with T.block("Y_init"):
+                vi = T.axis.spatial(128, i)
+                vj = T.axis.spatial(128, j_0 * 4 + j_1_init)
+                Y[vi, vj] = T.float32(0)
+        for k, j_1 in T.grid(128, 4):
+            with T.block("Y_update"):
+                vi = T.axis.spatial(128, i)
+                vj = T.axis.spatial(128, j_0 * 4 + j_1)
+                vk = T.axis.reduce(128, k)
+                Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+    for i, j in T.grid(128, 128):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+
+def split_reorder(sch):
+    block_Y = sch.get_block("Y")
+    i, j, k = sch.get_loops(block_Y)
+    j0, j1 = sch.split(j, factors=[None, 4])
+    sch.reorder(j0, k, j1)
+    return block_Y, (i, j0, k, j1)
+
+
+def test_course_decompose_reduction():
+    sch = tir.Schedule(mm_relu)
+    block_Y, (i, j0, k, j1) = split_reorder(sch)
+    init = sch.decompose_reduction(block_Y, k)
+    assert init.name == "Y_init"
+    assert sch.get_block("Y_update").name == "Y_update"
+    assert_schedule_ok(sch, mm_relu, mm_relu_decomposed)
+    assert sch.trace.as_python()[-2] == "b6 = sch.decompose_reduction(block=b0, loop=l3)"
+
+
+@pytest.mark.skipif(not hasattr(tir.Schedule, "reverse_compute_at"),
+                    reason="reverse_compute_at not available")
+def test_course_sequence_with_reverse_compute_at():
+    sch = tir.Schedule(mm_relu)
+    block_Y, (i, j0, k, j1) = split_reorder(sch)
+    sch.reverse_compute_at(sch.get_block("C"), j0)
+    sch.decompose_reduction(block_Y, k)
+    func = sch.mod["main"]
+    loop_j0 = func.body.block.body.body
+    assert [type(s).__name__ for s in loop_j0.body.seq] == ["For", "For", "For"]
+    assert_schedule_ok(sch, mm_relu)
+
+
+def test_decompose_at_the_outermost_loop():
+    sch = tir.Schedule(mm_relu)
+    block_Y = sch.get_block("Y")
+    i, j, k = sch.get_loops(block_Y)
+    sch.decompose_reduction(block_Y, i)
+    init_nest = sch.mod["main"].body.block.body.seq[0]
+    assert (init_nest.loop_var.name, init_nest.body.loop_var.name) == ("i_init", "j_init")
+    assert_schedule_ok(sch, mm_relu)
+
+
+def test_decompose_conv_with_several_reduce_loops():
+    sch = tir.Schedule(conv2d_nchw)
+    block = sch.get_block("conv")
+    loops = sch.get_loops(block)
+    sch.decompose_reduction(block, loops[4])
+    assert_schedule_ok(sch, conv2d_nchw)
+
+
+def test_vectorize_before_decompose_carries_over_to_the_init():
+    sch = tir.Schedule(mm_relu)
+    block_Y, (i, j0, k, j1) = split_reorder(sch)
+    sch.vectorize(j1)
+    sch.parallel(i)
+    sch.decompose_reduction(block_Y, k)
+    init_loop = sch.mod["main"].body.block.body.seq[0].body.body.seq[0]
+    assert (init_loop.loop_var.name, init_loop.kind) == ("j_1_init", "vectorized")
+    assert_schedule_ok(sch, mm_relu)
+
+
+def test_parallel_after_decompose_is_not_compact_dataflow():
+    sch = tir.Schedule(mm_relu)
+    block_Y, (i, j0, k, j1) = split_reorder(sch)
+    sch.decompose_reduction(block_Y, k)
+    unchanged_after(sch, lambda: sch.parallel(i), tir.schedule.NotCompactDataflowError,
+                    "Y_update", "Y_init", "decompose_reduction")
+
+
+def test_decompose_errors():
+    sch = tir.Schedule(mm_relu)
+    block_Y, (i, j0, k, j1) = split_reorder(sch)
+    (ci, cj) = sch.get_loops(sch.get_block("C"))
+    unchanged_after(sch, lambda: sch.decompose_reduction(block_Y, ci),
+                    tir.schedule.LoopNotAncestorError, "loop i", '"Y"')
+    unchanged_after(sch, lambda: sch.decompose_reduction(sch.get_block("C"), ci),
+                    tir.schedule.NotReductionBlockError, '"C"')
+    unchanged_after(sch, lambda: sch.decompose_reduction(block_Y, j1),
+                    tir.schedule.LoopHeightError, "j_1", "loop k")
+    with pytest.raises(TypeError, match="LoopRV"):
+        sch.decompose_reduction(block_Y, block_Y)
+
+
+# -- rfactor ------------------------------------------------------------------------------------------
+@T.prim_func
+def rowsum(A: T.Buffer((8, 64), "float32"), B: T.Buffer((8,), "float32")):
+    for i, k in T.grid(8, 64):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+@T.prim_func
+def rowsum_rf(A: T.Buffer((8, 64), "float32"), B: T.Buffer((8,), "float32")):
+    B_rf = T.alloc_buffer((4, 8))
+    for i, k_0, k_1 in T.grid(8, 16, 4):
+        with T.block("B_rf"):
+            vk_1 = T.axis.spatial(4, k_1)
+            vi = T.axis.spatial(8, i)
+            vk_0 = T.axis.reduce(16, k_0)
+            with T.init():
+                B_rf[vk_1, vi] = T.float32(0)
+            B_rf[vk_1, vi] = B_rf[vk_1, vi] + A[vi, vk_0 * 4 + vk_1]
+    for i, k_1 in T.grid(8, 4):
+        with T.block("B"):
+            vk_1 = T.axis.reduce(4, k_1)
+            vi = T.axis.spatial(8, i)
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + B_rf[vk_1, vi]
+
+
+def test_rfactor_inner_split_loop():
+    sch = tir.Schedule(rowsum)
+    i, k = sch.get_loops(sch.get_block("B"))
+    k0, k1 = sch.split(k, [None, 4])
+    rf = sch.rfactor(k1, 0)
+    assert rf.name == "B_rf"
+    assert_schedule_ok(sch, rowsum, rowsum_rf)
+    assert sch.trace.as_python()[-1] == "b5 = sch.rfactor(loop=l4, factor_axis=0)"
+
+
+@T.prim_func
+def rowsum_rf_last_axis(A: T.Buffer((8, 64), "float32"), B: T.Buffer((8,), "float32")):
+    B_rf = T.alloc_buffer((8, 16))
+    for i, k_0, k_1 in T.grid(8, 16, 4):
+        with T.block("B_rf"):
+            vk_0 = T.axis.spatial(16, k_0)
+            vi = T.axis.spatial(8, i)
+            vk_1 = T.axis.reduce(4, k_1)
+            with T.init():
+                B_rf[vi, vk_0] = T.float32(0)
+            B_rf[vi, vk_0] = B_rf[vi, vk_0] + A[vi, vk_0 * 4 + vk_1]
+    for i, k_0 in T.grid(8, 16):
+        with T.block("B"):
+            vk_0 = T.axis.reduce(16, k_0)
+            vi = T.axis.spatial(8, i)
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + B_rf[vi, vk_0]
+
+
+def test_rfactor_outer_split_loop_on_the_last_axis():
+    sch = tir.Schedule(rowsum)
+    i, k = sch.get_loops(sch.get_block("B"))
+    k0, k1 = sch.split(k, [None, 4])
+    sch.rfactor(k0, -1)
+    assert_schedule_ok(sch, rowsum, rowsum_rf_last_axis)
+
+
+def test_rfactor_unsplit_loop_then_parallel_the_rf_loop():
+    sch = tir.Schedule(rowsum)
+    i, k = sch.get_loops(sch.get_block("B"))
+    sch.rfactor(k, 0)
+    assert sch.mod["main"].body.block.alloc_buffers[0].shape[0].value == 64
+    rf_loops = sch.get_loops(sch.get_block("B_rf"))
+    sch.parallel(rf_loops[1])
+    assert_schedule_ok(sch, rowsum)
+
+
+def test_rfactor_max_reduction_in_softmax():
+    sch = tir.Schedule(softmax)
+    i, k = sch.get_loops(sch.get_block("maxelem"))
+    k0, k1 = sch.split(k, [None, 4])
+    sch.rfactor(k1, 1)
+    assert sch.mod["main"].body.block.alloc_buffers[-1].name == "maxelem_rf"
+    assert_schedule_ok(sch, softmax)
+
+
+def test_rfactor_then_decompose_both_stages():
+    sch = tir.Schedule(mm_relu)
+    block_Y = sch.get_block("Y")
+    i, j, k = sch.get_loops(block_Y)
+    k0, k1 = sch.split(k, [None, 8])
+    rf = sch.rfactor(k1, 2)
+    rf_loops = sch.get_loops(rf)
+    sch.decompose_reduction(rf, rf_loops[2])
+    sch.decompose_reduction(sch.get_block("Y"), sch.get_loops(sch.get_block("Y"))[2])
+    assert_schedule_ok(sch, mm_relu)
+
+
+@T.prim_func
+def rowsum_not_identity(A: T.Buffer((8, 64), "float32"), B: T.Buffer((8,), "float32")):
+    for i, k in T.grid(8, 64):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(1)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+@T.prim_func
+def rowsum_square(A: T.Buffer((8, 64), "float32"), B: T.Buffer((8,), "float32")):
+    for i, k in T.grid(8, 64):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] * B[vi] - A[vi, vk]
+
+
+def test_rfactor_errors():
+    sch = tir.Schedule(rowsum)
+    i, k = sch.get_loops(sch.get_block("B"))
+    unchanged_after(sch, lambda: sch.rfactor(i, 0), tir.schedule.RFactorError,
+                    "loop i", "spatial iterator(s) vi", '"B"')
+    unchanged_after(sch, lambda: sch.rfactor(k, 3), tir.schedule.RFactorError,
+                    "factor_axis 3", "B_rf")
+    with pytest.raises(TypeError, match="factor_axis"):
+        sch.rfactor(k, "0")
+    for func, words in ((rowsum_not_identity, ("identity", "Add")), (rowsum_square, ("op one of",))):
+        other = tir.Schedule(func)
+        (_, kk) = other.get_loops(other.get_block("B"))
+        unchanged_after(other, lambda: other.rfactor(kk, 0), tir.schedule.RFactorError, '"B"', *words)
+    mm = tir.Schedule(mm_relu)
+    ci, cj = mm.get_loops(mm.get_block("C"))
+    unchanged_after(mm, lambda: mm.rfactor(cj, 0), tir.schedule.NotReductionBlockError, '"C"')
+
+
+@T.prim_func
+def two_blocks_one_loop(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32"),
+                        C: T.Buffer((8,), "float32")):
+    for i in range(8):
+        for k in range(16):
+            with T.block("B"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vi, vk]
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] * T.float32(2)
+
+
+def test_rfactor_loop_with_two_blocks():
+    sch = tir.Schedule(two_blocks_one_loop)
+    i, k = sch.get_loops(sch.get_block("B"))
+    unchanged_after(sch, lambda: sch.rfactor(i, 0), tir.schedule.RFactorError, "loop i", "2 blocks")
+    sch.rfactor(k, 0)
+    assert_schedule_ok(sch, two_blocks_one_loop)
