@@ -656,3 +656,16 @@ def test_argument_types_are_checked():
         sch.compute_at(sch.get_block("A_shared"), sch.get_block("B"))
     with pytest.raises(TypeError, match="BlockRV"):
         sch.reverse_compute_at(i, i)
+
+
+def test_reverse_compute_at_keeps_consumers_after_the_new_place():
+    """Found by the schedule fuzzer: moving softmax's maxelem under the expsum loop would run it
+    after exp, which reads maxelem."""
+    from corpus import softmax
+    sch = tir.Schedule(softmax)
+    expsum_loop = sch.get_loops(sch.get_block("expsum"))[0]
+    before = sch.mod
+    with pytest.raises(tir.schedule.ComputeAtError, match='block "exp" consumes what block "maxelem" writes but runs before loop i'):
+        sch.reverse_compute_at(sch.get_block("maxelem"), expsum_loop)
+    assert sch.mod is before
+

@@ -10,4 +10,4 @@ from .functor import StmtExprMutator, StmtExprVisitor
 from .verify import VerifyError, verify
 
 __all__ = [name for name in dir() if not name.startswith("_")]
-from .schedule import Schedule, ScheduleError, Trace
+from .schedule import Schedule, ScheduleError, TensorIntrin, Trace

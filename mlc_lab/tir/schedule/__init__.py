@@ -1,6 +1,7 @@
 """tir.Schedule and its primitives (one mixin per family in primitives/)."""
 from .errors import *  # noqa: F401,F403  (the error classes are part of the public API)
 from .errors import ScheduleError
+from .primitives.blockize import BlockizePrimitives
 from .primitives.cache import CachePrimitives
 from .primitives.compute_location import ComputeLocationPrimitives
 from .primitives.for_kind import ForKindPrimitives
@@ -8,15 +9,19 @@ from .primitives.inline import InlinePrimitives
 from .primitives.layout import LayoutPrimitives
 from .primitives.loops import LoopPrimitives
 from .primitives.reduction import ReductionPrimitives
+from .primitives.sampling import SamplingPrimitives
 from .rv import BlockRV, LoopRV
 from .schedule import ScheduleBase, Step
+from .tensor_intrin import TensorIntrin
 from .trace import Instruction, Trace
 
 
 class Schedule(LoopPrimitives, ForKindPrimitives, ComputeLocationPrimitives, InlinePrimitives,
-               CachePrimitives, ReductionPrimitives, LayoutPrimitives, ScheduleBase):
+               CachePrimitives, ReductionPrimitives, LayoutPrimitives, BlockizePrimitives,
+               SamplingPrimitives, ScheduleBase):
     """Transform an IRModule step by step with primitives; ``sch.mod`` is the current module,
     ``sch.trace`` the replayable record, ``sch.history`` every step with the module after it."""
 
 
-__all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "Trace", "Instruction", "Step"]
+__all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "Trace", "Instruction", "Step",
+           "TensorIntrin"]

@@ -97,3 +97,12 @@ class LoopHeightError(ScheduleError):
 class RFactorError(ScheduleError):
     """rfactor's loop is not bound to exactly one reduce iterator, or the block is not a
     recognised reduction (x = x + e, x * e, max, min, with the matching identity as init)."""
+
+
+class BlockizeError(ScheduleError):
+    """The subtree under the loop cannot be wrapped in an outer block (not a single block under a
+    chain of loops, or a binding that does not divide into an outer and an inner part)."""
+
+
+class InvalidDecisionError(ScheduleError):
+    """A decision given for a sampling instruction (e.g. by trace replay) does not fit."""

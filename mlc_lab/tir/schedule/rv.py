@@ -24,3 +24,9 @@ class LoopRV:
 
     def __repr__(self) -> str:
         return f"LoopRV({self.var.name})"
+
+
+class SampledInt(int):
+    """An int a sampling instruction returned. Each is its own object, so the trace names it
+    (``v3``) where later instructions use it, and a replay with another decision passes the new
+    value on to them."""

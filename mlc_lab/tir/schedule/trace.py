@@ -6,7 +6,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .rv import BlockRV, LoopRV
+from .rv import BlockRV, LoopRV, SampledInt
+
+HANDLES = (BlockRV, LoopRV, SampledInt)
+
+
+def _prefix(rv) -> str:
+    return "b" if isinstance(rv, BlockRV) else "l" if isinstance(rv, LoopRV) else "v"
 
 
 @dataclass
@@ -43,8 +49,7 @@ class Trace:
             outs = inst.outputs if isinstance(inst.outputs, list) else \
                 [] if inst.outputs is None else [inst.outputs]
             for o in outs:
-                prefix = "b" if isinstance(o, BlockRV) else "l" if isinstance(o, LoopRV) else "v"
-                names[id(o)] = f"{prefix}{len(names)}"
+                names[id(o)] = f"{_prefix(o)}{len(names)}"
             if isinstance(inst.outputs, list):
                 lhs = ", ".join(names[id(o)] for o in outs) + ("," if len(outs) == 1 else "")
                 lines.append(f"{lhs} = {call}" if outs else call)
@@ -66,7 +71,7 @@ class Trace:
         ids: dict[int, str] = {}
 
         def enc(v):
-            if isinstance(v, (BlockRV, LoopRV)):
+            if isinstance(v, HANDLES) and id(v) in ids:
                 return {"rv": ids[id(v)]}
             if isinstance(v, (list, tuple)):
                 return [enc(x) for x in v]
@@ -79,8 +84,8 @@ class Trace:
             args, kwargs = enc(inst.args), {k: enc(v) for k, v in inst.kwargs.items()}
             outs = inst.outputs if isinstance(inst.outputs, list) else [inst.outputs]
             for o in outs:
-                if isinstance(o, (BlockRV, LoopRV)):
-                    ids[id(o)] = f"{'b' if isinstance(o, BlockRV) else 'l'}{len(ids)}"
+                if isinstance(o, HANDLES):
+                    ids[id(o)] = f"{_prefix(o)}{len(ids)}"
             out.append({"kind": inst.kind, "args": args, "kwargs": kwargs,
                         "outputs": _enc_outputs(inst.outputs, ids), "decision": inst.decision})
         return out
@@ -103,7 +108,7 @@ class Trace:
         def dec(v):
             if isinstance(v, dict) and "rv" in v:
                 return rv_map[v["rv"]]
-            if isinstance(v, (BlockRV, LoopRV)):
+            if isinstance(v, HANDLES) and id(v) in rv_map:
                 return rv_map[id(v)]
             if isinstance(v, list):
                 return [dec(x) for x in v]
@@ -121,7 +126,7 @@ class Trace:
 def _enc_outputs(outputs, ids):
     if isinstance(outputs, list):
         return [_enc_outputs(o, ids) for o in outputs]
-    if isinstance(outputs, (BlockRV, LoopRV)):
+    if isinstance(outputs, HANDLES):
         return {"rv": ids[id(outputs)]}
     return None
 
@@ -132,5 +137,5 @@ def _bind_outputs(old, new, rv_map):
             _bind_outputs(o, n, rv_map)
     elif isinstance(old, dict) and "rv" in old:
         rv_map[old["rv"]] = new
-    elif isinstance(old, (BlockRV, LoopRV)):
+    elif isinstance(old, HANDLES):
         rv_map[id(old)] = new

@@ -186,6 +186,15 @@ class ComputeLocationPrimitives:
                 fail(f'loop {loop_name} does not enclose block "{other.block.name_hint}", a {role} '
                      f'of block "{name}"; {primitive} needs a loop around every {role}',
                      loop_node, other.block)
+        if not forward:
+            # A consumer left outside the loop must not run before the block's new place.
+            order = {id(n): k for k, n in enumerate(idx.order)}
+            for other in consumers:
+                outside = not any(anc is loop_node for anc in idx.path(other))
+                if outside and order[id(other)] < order[id(loop_node)]:
+                    fail(f'block "{other.block.name_hint}" consumes what block "{name}" writes but '
+                         f"runs before loop {loop_name}; it would read values not yet written",
+                         loop_node, other.block)
         position = _insertion_point(loop_node, producers, consumers, index, fail)
 
         known = enclosing_ranges(idx, loop_node)

@@ -1,0 +1,322 @@
+"""Blocks of blocks: blockize (wrap a loop nest in an outer block) and tensorize (replace a block's
+body by a tensor intrinsic's implementation)."""
+from __future__ import annotations
+
+from ....arith import simplify
+from ....arith.bound import int_bound
+from ....arith.simplify import _Linear, _Simplifier
+from .. import errors
+from ... import expr as E
+from ... import stmt as S
+from ...analysis import block_access_regions
+from ...functor import StmtExprVisitor
+from ..instruction import instruction
+from ..rv import BlockRV, LoopRV
+from .common import Substitute, all_blocks_under, const_int, loop_ranges, uses_var
+
+
+class BlockizePrimitives:
+
+    @instruction
+    def blockize(self, target, preserve_unit_iters: bool = True) -> BlockRV:
+        """Wrap the loop nest under ``target`` (and the block inside it) in a new outer block
+        named ``<block>_o``.
+
+        Each binding of the inner block is divided into ``outer * c + inner``, where ``inner`` uses
+        only the loops under ``target``: the outer block iterates over the outer parts, the inner
+        block keeps iterators over the inner parts (TensorIR's subspace division). A reduction
+        block's init moves to the outer block, as a ``<block>_init`` block over the inner spatial
+        iterators, so the outer block is itself a reduction block.
+
+        Requires: under ``target`` there is a chain of loops ending in a single block; each binding
+        of that block is affine in the loops, and either uses no loop under ``target``, uses only
+        loops under ``target``, or has the form ``outer_expr * c + inner_expr`` with ``inner_expr``
+        in ``[0, c)``.
+
+        Parameters: target (LoopRV); preserve_unit_iters (bool: when False, loops of extent 1
+        are treated as the constant 0 in the bindings).
+        Returns: the new outer block (BlockRV).
+        Raises: BlockizeError.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        ...     for i0, i1 in T.grid(4, 16):
+        ...         with T.block("B"):
+        ...             vi = T.axis.spatial(64, i0 * 16 + i1)
+        ...             B[vi] = A[vi] * T.float32(2)
+        >>> sch = tir.Schedule(f)
+        >>> i0, i1 = sch.get_loops(sch.get_block("B"))
+        >>> sch.blockize(i1)
+        BlockRV("B_o")
+        >>> print(sch.mod["main"].body.block.body)
+        for i0 in range(4):
+            with T.block("B_o"):
+                vi_o = T.axis.remap("S", [i0])
+                T.reads(A[vi_o * 16:vi_o * 16 + 16])
+                T.writes(B[vi_o * 16:vi_o * 16 + 16])
+                for i1 in range(16):
+                    with T.block("B"):
+                        vi_i = T.axis.remap("S", [i1])
+                        T.reads(A[vi_o * 16 + vi_i])
+                        T.writes(B[vi_o * 16 + vi_i])
+                        B[vi_o * 16 + vi_i] = A[vi_o * 16 + vi_i] * T.float32(2)
+        """
+        func_name, loop, index = self._resolve_loop(target, "blockize", "target")
+        outer = _blockize(loop, index, self._func(func_name), preserve_unit_iters, "blockize")
+        self._replace(func_name, {id(loop): outer}, "blockize")
+        return BlockRV(outer.block.name_hint, func_name)
+
+    @instruction
+    def tensorize(self, block_or_loop, tensor_intrin: str, preserve_unit_iters: bool = True) -> None:
+        """Replace the body of a block by the implementation of a registered tensor intrinsic.
+
+        Given a loop, the loop is blockized first. The block's body must match the intrinsic's
+        description (loop extents, block iterators, bindings, the computation), with each buffer
+        of the description standing for the region of a buffer that the block accesses. The body
+        becomes the intrinsic's implementation, whose buffers are declared as ``T.match_buffer``
+        views of those regions. The block's iterators, regions and init stay as they were.
+
+        Requires: an intrinsic registered with ``TensorIntrin.register(name, desc, impl)``; a
+        block (or a loop that blockize accepts) whose body matches the description.
+
+        Parameters: block_or_loop (BlockRV or LoopRV); tensor_intrin (str, the registered name);
+        preserve_unit_iters (bool, passed to blockize).
+        Raises: TensorizeError (naming what did not match), BlockizeError, KeyError (unknown
+        intrinsic).
+
+        Example:
+
+        >>> @T.prim_func
+        ... def desc(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        ...     for i in range(4):
+        ...         with T.block("copy"):
+        ...             vi = T.axis.spatial(4, i)
+        ...             B[vi] = A[vi]
+        >>> @T.prim_func
+        ... def impl(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        ...     for i in T.vectorized(4):
+        ...         with T.block("copy4"):
+        ...             vi = T.axis.spatial(4, i)
+        ...             B[vi] = A[vi]
+        >>> _ = tir.schedule.TensorIntrin.register("doc_copy4", desc, impl, override=True)
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+        ...     for i0, i1 in T.grid(2, 4):
+        ...         with T.block("B"):
+        ...             vi = T.axis.spatial(8, i0 * 4 + i1)
+        ...             B[vi] = A[vi]
+        >>> sch = tir.Schedule(f)
+        >>> i0, i1 = sch.get_loops(sch.get_block("B"))
+        >>> sch.tensorize(i1, "doc_copy4")
+        >>> print(sch.mod["main"].body.block.body)
+        for i0 in range(2):
+            with T.block("B_o"):
+                vi_o = T.axis.remap("S", [i0])
+                T.reads(A[vi_o * 4:vi_o * 4 + 4])
+                T.writes(B[vi_o * 4:vi_o * 4 + 4])
+                A_1 = T.match_buffer(A[vi_o * 4:vi_o * 4 + 4], (4,), "float32")
+                B_1 = T.match_buffer(B[vi_o * 4:vi_o * 4 + 4], (4,), "float32")
+                for i in T.vectorized(4):
+                    with T.block("copy4"):
+                        vi = T.axis.remap("S", [i])
+                        T.reads(A_1[vi])
+                        T.writes(B_1[vi])
+                        B_1[vi] = A_1[vi]
+        """
+        from ..tensor_intrin import TensorIntrin, instantiate, match
+        if not isinstance(tensor_intrin, str):
+            raise TypeError(f"sch.tensorize: parameter 'tensor_intrin' expects the name of a "
+                            f"registered TensorIntrin, got {tensor_intrin!r}")
+        intrin = TensorIntrin.get(tensor_intrin)
+        if isinstance(block_or_loop, LoopRV):
+            func_name, loop, index = self._resolve_loop(block_or_loop, "tensorize", "block_or_loop")
+            func = self._func(func_name)
+            realize = _blockize(loop, index, func, preserve_unit_iters, "tensorize")
+            old = loop
+        else:
+            func_name, realize, index = self._resolve_block(block_or_loop, "tensorize", "block_or_loop")
+            func, old = self._func(func_name), realize
+        regions = match(realize, intrin, tensor_intrin, func, old)
+        replaced = {r.block.name_hint for r in all_blocks_under(realize)}
+        taken = (set(index.blocks) - replaced) | {realize.block.name_hint}
+        body, match_buffers = instantiate(intrin, regions, taken)
+        block = realize.block.replace(body=body, match_buffers=realize.block.match_buffers + match_buffers)
+        self._replace(func_name, {id(old): realize.replace(block=block)}, "tensorize")
+        return None
+
+
+# -- subspace division ------------------------------------------------------------------------
+
+def _blockize(loop: S.For, index, func, preserve_unit_iters: bool, primitive: str) -> S.BlockRealize:
+    """The outer BlockRealize that replaces ``loop`` (nothing is installed here)."""
+    loops, node = [loop], loop.body
+    while isinstance(node, S.For):
+        loops.append(node)
+        node = node.body
+    if not isinstance(node, S.BlockRealize):
+        raise errors.BlockizeError(
+            primitive, f"under loop {loop.loop_var.name} there must be a chain of loops ending in a "
+            f"single block; found {_describe(node)}", func, [loop])
+    realize, block = node, node.block
+    inner_vars = {id(lp.loop_var) for lp in loops}
+    all_loops = [a for a in index.path(loop) if isinstance(a, S.For)] + loops
+    ranges = loop_ranges(all_loops)
+    unit = {lp.loop_var: lp.min for lp in all_loops if const_int(simplify(lp.extent)) == 1}
+    outer_ivs, outer_values, inner_ivs, inner_values, sub = [], [], [], [], {}
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        if not preserve_unit_iters and unit:
+            value = simplify(Substitute(unit).visit(value))
+        parts = _divide(iv, simplify(value), inner_vars, ranges)
+        if parts is None:
+            raise errors.BlockizeError(
+                primitive, f'the binding {iv.var.name} = {value} of block "{block.name_hint}" cannot '
+                f"be divided into outer * c + inner with the inner part using only the loops under "
+                f"loop {loop.loop_var.name} ({', '.join(lp.loop_var.name for lp in loops)})",
+                func, [realize])
+        outer_value, outer_extent, inner_value, inner_dom = parts
+        if inner_value is None:
+            outer_ivs.append(iv)
+            outer_values.append(outer_value)
+            continue
+        dtype = iv.var.dtype
+        var_o, var_i = E.Var(iv.var.name + "_o", dtype), E.Var(iv.var.name + "_i", dtype)
+        outer_ivs.append(S.IterVar(var_o, S.Range(E.const(0, dtype), E.const(outer_extent, dtype)),
+                                   iv.iter_type))
+        outer_values.append(outer_value)
+        inner_ivs.append(S.IterVar(var_i, inner_dom, iv.iter_type))
+        inner_values.append(inner_value)
+        sub[iv.var] = var_i if outer_extent == 1 else var_o * E.const(inner_dom.extent.value, dtype) + var_i
+    inner_predicate, outer_predicate = realize.predicate, E.IntImm("bool", 1)
+    if not any(uses_var(realize.predicate, lp.loop_var) for lp in loops):
+        inner_predicate, outer_predicate = outer_predicate, realize.predicate
+    inner_block = _substituted_block(block, sub, inner_ivs)
+    inner = S.BlockRealize(tuple(inner_values), inner_predicate, inner_block)
+    taken = set(index.blocks)
+    init = None
+    if block.init is not None:
+        init = _outer_init(Substitute(sub).visit(block.init), inner, loops,
+                           _unique_name(block.name_hint + "_init", taken))
+    body = inner
+    for lp in reversed(loops):
+        body = lp.replace(body=body)
+    outer_block = S.Block(_unique_name(block.name_hint + "_o", taken), tuple(outer_ivs), (), (), body, init)
+    reads, writes = block_access_regions(outer_block)
+    outer_block = outer_block.replace(reads=reads, writes=writes)
+    return S.BlockRealize(tuple(outer_values), outer_predicate, outer_block)
+
+
+def _divide(iv: S.IterVar, value, inner_vars: set, ranges: dict):
+    """(outer binding, outer extent, inner binding, inner domain) with ``value == outer * c + inner``;
+    inner binding None when ``value`` uses no inner loop; None when it does not divide."""
+    lin = _Simplifier({}).linear(value)
+    inner_lin, outer_lin = _Linear(), _Linear(const=lin.const)
+    for key, (atom, coef) in lin.terms.items():
+        uses_inner = _uses_any(atom, inner_vars)
+        if uses_inner and _uses_other(atom, inner_vars):
+            return None
+        (inner_lin if uses_inner else outer_lin).terms[key] = (atom, coef)
+    dtype = value.dtype
+    if not inner_lin.terms:
+        return value, None, None, None
+    inner_value = _Simplifier({}).rebuild(inner_lin, dtype)
+    if not outer_lin.terms and outer_lin.const == 0:
+        return E.const(0, dtype), 1, inner_value, iv.dom
+    lo, hi = int_bound(inner_value, ranges)
+    dom_min, dom_extent = const_int(simplify(iv.dom.min)), const_int(simplify(iv.dom.extent))
+    if lo is None or hi is None or lo < 0 or dom_min != 0 or dom_extent is None:
+        return None
+    c = hi + 1
+    if outer_lin.const % c or any(coef % c for _, coef in outer_lin.terms.values()):
+        return None
+    quotient = _Linear({k: (a, coef // c) for k, (a, coef) in outer_lin.terms.items()}, outer_lin.const // c)
+    outer_value = _Simplifier({}).rebuild(quotient, dtype)
+    dom = S.Range(E.const(0, dtype), E.const(c, dtype))
+    return outer_value, -(-dom_extent // c), inner_value, dom
+
+
+def _uses_any(e, var_ids: set) -> bool:
+    if isinstance(e, E.Var):
+        return id(e) in var_ids
+    if isinstance(e, E.PrimExpr):
+        return any(_uses_any(v, var_ids) for _, v in e.fields() if isinstance(v, (E.PrimExpr, tuple)))
+    if isinstance(e, tuple):
+        return any(_uses_any(x, var_ids) for x in e)
+    return False
+
+
+def _uses_other(e, var_ids: set) -> bool:
+    """Whether ``e`` uses a variable that is not in ``var_ids``."""
+    if isinstance(e, E.Var):
+        return id(e) not in var_ids
+    if isinstance(e, E.PrimExpr):
+        return any(_uses_other(v, var_ids) for _, v in e.fields() if isinstance(v, (E.PrimExpr, tuple)))
+    if isinstance(e, tuple):
+        return any(_uses_other(x, var_ids) for x in e)
+    return False
+
+
+def _substituted_block(block: S.Block, sub: dict, inner_ivs: list) -> S.Block:
+    """The inner block: new iterators, the original body in terms of them, no init. Without its
+    init the block reads what it accumulates into, so its writes join its reads."""
+    subst = Substitute(sub)
+    new = block.replace(iter_vars=tuple(inner_ivs), body=subst.visit(block.body), init=None,
+                        reads=subst.visit(block.reads), writes=subst.visit(block.writes),
+                        match_buffers=subst.visit(block.match_buffers))
+    if block.init is not None:
+        read_ids = {id(r.buffer) for r in new.reads}
+        extra = tuple(w for w in new.writes if id(w.buffer) not in read_ids)
+        new = new.replace(reads=extra + new.reads)
+    return new
+
+
+def _outer_init(init_body, inner: S.BlockRealize, loops: list, name: str) -> S.Stmt:
+    """The outer block's init: the original init as a block over the inner spatial iterators it
+    uses, under serial copies of the loops those iterators (or the predicate) are bound to."""
+    sub, ivs, values = {}, [], []
+    for iv, value in zip(inner.block.iter_vars, inner.iter_values):
+        if iv.iter_type == "spatial" and _stmt_uses(init_body, iv.var):
+            sub[iv.var] = E.Var(iv.var.name + "_init", iv.var.dtype)
+            ivs.append(iv.replace(var=sub[iv.var]))
+            values.append(value)
+    init_loops = [lp for lp in loops if uses_var(inner.predicate, lp.loop_var)
+                  or any(uses_var(v, lp.loop_var) for v in values)]
+    for lp in init_loops:
+        sub[lp.loop_var] = E.Var(lp.loop_var.name + "_init", lp.loop_var.dtype)
+    subst = Substitute(sub)
+    block = S.Block(name, tuple(ivs), (), (), subst.visit(init_body))
+    reads, writes = block_access_regions(block)
+    stmt = S.BlockRealize(tuple(subst.visit(v) for v in values), subst.visit(inner.predicate),
+                          block.replace(reads=reads, writes=writes))
+    for lp in reversed(init_loops):
+        stmt = S.For(sub[lp.loop_var], lp.min, lp.extent, "serial", stmt)
+    return stmt
+
+
+class _VarUse(StmtExprVisitor):
+    def __init__(self, var):
+        self.var, self.found = var, False
+
+    def visit_Var(self, var):
+        self.found |= var is self.var
+
+
+def _stmt_uses(stmt, var) -> bool:
+    finder = _VarUse(var)
+    finder.visit(stmt)
+    return finder.found
+
+
+def _describe(stmt) -> str:
+    if isinstance(stmt, S.SeqStmt):
+        return f"{len(stmt.seq)} statements in sequence"
+    return f"a {type(stmt).__name__}"
+
+
+def _unique_name(name: str, taken: set) -> str:
+    candidate, k = name, 1
+    while candidate in taken:
+        candidate, k = f"{name}_{k}", k + 1
+    taken.add(candidate)
+    return candidate

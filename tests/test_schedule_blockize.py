@@ -1,0 +1,379 @@
+"""blockize and tensorize: expected IR, numerics against the interpreter, trace replay, errors."""
+import numpy as np
+import pytest
+
+from mlc_lab import tir
+from mlc_lab.ir import assert_structural_equal
+from mlc_lab.script import from_source
+from mlc_lab.script import tir as T
+from mlc_lab.tir.schedule import TensorIntrin, numerics
+from mlc_lab.tir.schedule import BlockizeError
+from mlc_lab.tir.verify import verify
+
+
+def assert_same_numerics(before, after):
+    args = numerics.random_arguments(before)
+    for want, got in zip(numerics.run(before, args), numerics.run(after, args)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def assert_replays(sch, original):
+    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
+    assert_structural_equal(replayed.mod, sch.mod)
+
+
+def unchanged_after(sch, action, error, *fragments):
+    before = sch.mod
+    with pytest.raises(error) as err:
+        action()
+    assert sch.mod is before
+    for fragment in fragments:
+        assert fragment in str(err.value), str(err.value)
+
+
+@T.prim_func
+def matmul(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"),
+           C: T.Buffer((64, 64), "float32")):
+    for i, j, k in T.grid(64, 64, 64):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+@T.prim_func
+def matmul_blockized(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"),
+                     C: T.Buffer((64, 64), "float32")):
+    for i_0, j_0, k_0 in T.grid(4, 4, 4):
+        with T.block("C_o"):
+            vi_o, vj_o, vk_o = T.axis.remap("SSR", [i_0, j_0, k_0])
+            with T.init():
+                for i_1_init, j_1_init in T.grid(16, 16):
+                    with T.block("C_init"):
+                        vi_i_init, vj_i_init = T.axis.remap("SS", [i_1_init, j_1_init])
+                        C[vi_o * 16 + vi_i_init, vj_o * 16 + vj_i_init] = T.float32(0)
+            for i_1, j_1, k_1 in T.grid(16, 16, 16):
+                with T.block("C"):
+                    vi_i, vj_i, vk_i = T.axis.remap("SSR", [i_1, j_1, k_1])
+                    C[vi_o * 16 + vi_i, vj_o * 16 + vj_i] = (
+                        C[vi_o * 16 + vi_i, vj_o * 16 + vj_i]
+                        + A[vi_o * 16 + vi_i, vk_o * 16 + vk_i] * B[vk_o * 16 + vk_i, vj_o * 16 + vj_i])
+
+
+def tiled(func, tile=16):
+    sch = tir.Schedule(func)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, [None, tile])
+    j0, j1 = sch.split(j, [None, tile])
+    k0, k1 = sch.split(k, [None, tile])
+    sch.reorder(i0, j0, k0, i1, j1, k1)
+    return sch, i1
+
+
+def test_blockize_tiled_matmul():
+    sch, i1 = tiled(matmul)
+    outer = sch.blockize(i1)
+    assert outer.name == "C_o"
+    assert_structural_equal(sch.mod["main"], matmul_blockized.with_attr("global_symbol", "matmul"))
+    assert_same_numerics(matmul, sch.mod["main"])
+    assert_replays(sch, matmul)
+    assert sch.trace.as_python()[-1] == "b10 = sch.blockize(target=l5)"
+    # the inner block keeps its name; its loops now stop at the outer block
+    assert [lp.var.name for lp in sch.get_loops(sch.get_block("C"))] == ["i_1", "j_1", "k_1"]
+    assert [lp.var.name for lp in sch.get_loops(outer)] == ["i_0", "j_0", "k_0"]
+
+
+def test_blockize_outer_reduction_loop_inside():
+    sch, _ = tiled(matmul)
+    _, _, k0, _, _, _ = sch.get_loops(sch.get_block("C"))
+    sch.blockize(k0)
+    outer = sch.mod["main"].body.block.body.body.body
+    assert outer.block.name_hint == "C_o"
+    assert [iv.iter_type for iv in outer.block.iter_vars] == ["spatial", "spatial", "reduce"]
+    assert [iv.dom.extent.value for iv in outer.block.iter_vars] == [4, 4, 1]
+    assert outer.block.init is not None
+    assert_same_numerics(matmul, sch.mod["main"])
+    assert_replays(sch, matmul)
+
+
+def test_blockize_twice_nests_blocks_and_inits():
+    sch, i1 = tiled(matmul)
+    sch.blockize(i1)
+    _, j0, _ = sch.get_loops(sch.get_block("C_o"))
+    outer = sch.blockize(j0)
+    assert outer.name == "C_o_o"
+    text = sch.mod.script()
+    assert 'T.block("C_o_init")' in text and 'T.block("C_init")' in text
+    verify(sch.mod)
+    assert_structural_equal(from_source(text), sch.mod)
+    assert_same_numerics(matmul, sch.mod["main"])
+    assert_replays(sch, matmul)
+
+
+@T.prim_func
+def vector_add_300(A: T.Buffer((300,), "float32"), B: T.Buffer((300,), "float32")):
+    for i in range(300):
+        with T.block("B"):
+            vi = T.axis.spatial(300, i)
+            B[vi] = A[vi] + T.float32(1)
+
+
+def test_blockize_keeps_predicate_on_inner_block():
+    sch = tir.Schedule(vector_add_300)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    _, i1 = sch.split(i, [None, 128])
+    sch.blockize(i1)
+    outer = sch.mod["main"].body.block.body.body
+    assert outer.block.name_hint == "B_o" and outer.predicate.value == 1
+    assert outer.block.body.body.predicate.script() == "i_0 * 128 + i_1 < 300"
+    verify(sch.mod)
+    assert_same_numerics(vector_add_300, sch.mod["main"])
+    assert_replays(sch, vector_add_300)
+
+
+@T.prim_func
+def elementwise(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32")):
+    for i, j in T.grid(128, 128):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+
+
+@T.prim_func
+def elementwise_blockize_inner(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32")):
+    for i in range(128):
+        with T.block("B_o"):
+            vi = T.axis.spatial(128, i)
+            vj_o = T.axis.spatial(1, 0)
+            for j in range(128):
+                with T.block("B"):
+                    vj = T.axis.remap("S", [j])
+                    B[vi, vj] = A[vi, vj] * T.float32(2)
+
+
+def test_blockize_inner_loop_of_elementwise():
+    sch = tir.Schedule(elementwise)
+    _, j = sch.get_loops(sch.get_block("B"))
+    sch.blockize(j)
+    assert_structural_equal(sch.mod["main"],
+                            elementwise_blockize_inner.with_attr("global_symbol", "elementwise"))
+    assert_same_numerics(elementwise, sch.mod["main"])
+    assert_replays(sch, elementwise)
+
+
+@T.prim_func
+def rowsum(A: T.Buffer((32, 32), "float32"), B: T.Buffer((32,), "float32")):
+    for k, i in T.grid(32, 32):
+        with T.block("B"):
+            vk, vi = T.axis.remap("RS", [k, i])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+@T.prim_func
+def rowsum_blockized(A: T.Buffer((32, 32), "float32"), B: T.Buffer((32,), "float32")):
+    with T.block("root"):
+        with T.block("B_o"):
+            vk_o = T.axis.reduce(1, 0)
+            vi_o = T.axis.spatial(1, 0)
+            with T.init():
+                for i_init in range(32):
+                    with T.block("B_init"):
+                        vi_i_init = T.axis.spatial(32, i_init)
+                        B[vi_i_init] = T.float32(0)
+            for k, i in T.grid(32, 32):
+                with T.block("B"):
+                    vk_i, vi_i = T.axis.remap("RS", [k, i])
+                    B[vi_i] = B[vi_i] + A[vi_i, vk_i]
+
+
+def test_blockize_whole_reduction_moves_init():
+    sch = tir.Schedule(rowsum)
+    k, _ = sch.get_loops(sch.get_block("B"))
+    sch.blockize(k)
+    assert_structural_equal(sch.mod["main"], rowsum_blockized.with_attr("global_symbol", "rowsum"))
+    assert_same_numerics(rowsum, sch.mod["main"])
+    assert_replays(sch, rowsum)
+
+
+@T.prim_func
+def unit_outer(A: T.Buffer((16, 128), "float32"), B: T.Buffer((16, 128), "float32")):
+    for i0, j0, i1, j1 in T.grid(1, 8, 16, 16):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i0 * 16 + i1)
+            vj = T.axis.spatial(128, j0 * 16 + j1)
+            B[vi, vj] = A[vi, vj] + T.float32(1)
+
+
+@pytest.mark.parametrize("preserve_unit_iters", [True, False])
+def test_blockize_unit_loops(preserve_unit_iters):
+    sch = tir.Schedule(unit_outer)
+    _, _, i1, _ = sch.get_loops(sch.get_block("B"))
+    sch.blockize(i1, preserve_unit_iters=preserve_unit_iters)
+    outer = sch.mod["main"].body.block.body.body.body
+    assert [iv.dom.extent.value for iv in outer.block.iter_vars] == [1, 8]
+    first = outer.iter_values[0]
+    assert (first.name == "i0") if preserve_unit_iters else (first.value == 0)
+    assert_same_numerics(unit_outer, sch.mod["main"])
+    assert_replays(sch, unit_outer)
+
+
+@T.prim_func
+def overlapping(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for i0, i1 in T.grid(8, 8):
+        with T.block("B"):
+            vi = T.axis.spatial(64, i0 * 6 + i1)
+            B[vi] = A[vi]
+
+
+@T.prim_func
+def two_blocks(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi]
+        with T.block("A"):
+            vi = T.axis.spatial(8, i)
+            A[vi] = T.float32(0)
+
+
+def test_blockize_errors():
+    sch = tir.Schedule(overlapping)
+    _, i1 = sch.get_loops(sch.get_block("B"))
+    unchanged_after(sch, lambda: sch.blockize(i1), BlockizeError, "sch.blockize",
+                    "vi = i0 * 6 + i1", "cannot be divided", "i1")
+    sch = tir.Schedule(two_blocks)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    unchanged_after(sch, lambda: sch.blockize(i), BlockizeError,
+                    "under loop i there must be a chain of loops ending in a single block")
+
+
+def test_blockize_type_error():
+    sch = tir.Schedule(elementwise)
+    with pytest.raises(TypeError, match="parameter 'target' expects a LoopRV"):
+        sch.blockize(sch.get_block("B"))
+
+
+# -- tensorize --------------------------------------------------------------------------------
+
+@T.prim_func
+def mma_desc(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+             C: T.Buffer((16, 16), "float32")):
+    for i, j, k in T.grid(16, 16, 16):
+        with T.block("update"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+@T.prim_func
+def mma_impl(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"),
+             C: T.Buffer((16, 16), "float32")):
+    for k, i in T.grid(16, 16):
+        for j in T.vectorized(16):
+            with T.block("update_kij"):
+                vk, vi, vj = T.axis.remap("RSS", [k, i, j])
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+TensorIntrin.register("test_mma_16x16x16", mma_desc, mma_impl, override=True)
+
+
+def test_tensorize_matmul_from_loop():
+    sch, i1 = tiled(matmul)
+    sch.tensorize(i1, "test_mma_16x16x16")
+    outer = sch.mod["main"].body.block.body.body.body.body
+    block = outer.block
+    assert block.name_hint == "C_o"
+    assert [m.buffer.shape[0].value for m in block.match_buffers] == [16, 16, 16]
+    assert [m.source.buffer.name for m in block.match_buffers] == ["A", "B", "C"]
+    assert block.init is not None
+    assert "update_kij" in sch.mod.script()
+    assert_same_numerics(matmul, sch.mod["main"])
+    assert_replays(sch, matmul)
+
+
+def test_tensorize_blockized_block():
+    sch, i1 = tiled(matmul)
+    outer = sch.blockize(i1)
+    sch.tensorize(outer, "test_mma_16x16x16")
+    assert_same_numerics(matmul, sch.mod["main"])
+    assert_replays(sch, matmul)
+    text = sch.mod.script()
+    assert "T.match_buffer(A[vi_o * 16:vi_o * 16 + 16, vk_o * 16:vk_o * 16 + 16], (16, 16)" in text
+
+
+@T.prim_func
+def two_matmuls(A: T.Buffer((32, 32), "float32"), B: T.Buffer((32, 32), "float32"),
+                C: T.Buffer((32, 32), "float32"), D: T.Buffer((32, 32), "float32")):
+    for i, j, k in T.grid(32, 32, 32):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+    for i, j, k in T.grid(32, 32, 32):
+        with T.block("D"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                D[vi, vj] = T.float32(0)
+            D[vi, vj] = D[vi, vj] + B[vi, vk] * A[vk, vj]
+
+
+def test_tensorize_twice_gives_unique_block_names():
+    sch = tir.Schedule(two_matmuls)
+    for name in ("C", "D"):
+        i, j, k = sch.get_loops(sch.get_block(name))
+        i0, i1 = sch.split(i, [None, 16])
+        j0, j1 = sch.split(j, [None, 16])
+        k0, k1 = sch.split(k, [None, 16])
+        sch.reorder(i0, j0, k0, i1, j1, k1)
+        sch.tensorize(i1, "test_mma_16x16x16")
+    text = sch.mod.script()
+    assert 'T.block("update_kij")' in text and 'T.block("update_kij_1")' in text
+    assert_same_numerics(two_matmuls, sch.mod["main"])
+    assert_replays(sch, two_matmuls)
+
+
+def test_tensorize_extent_mismatch():
+    sch, i1 = tiled(matmul, tile=32)
+    unchanged_after(sch, lambda: sch.tensorize(i1, "test_mma_16x16x16"), tir.schedule.TensorizeError,
+                    "sch.tensorize", "the loop extents 32", "do not match the intrinsic's 16")
+
+
+@T.prim_func
+def matmul_transposed(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"),
+                      C: T.Buffer((64, 64), "float32")):
+    for i, j, k in T.grid(64, 64, 64):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]
+
+
+def test_tensorize_access_mismatch():
+    sch, i1 = tiled(matmul_transposed)
+    unchanged_after(sch, lambda: sch.tensorize(i1, "test_mma_16x16x16"), tir.schedule.TensorizeError,
+                    "does not match tensor intrinsic 'test_mma_16x16x16'", "the block accesses B[")
+
+
+def test_unknown_intrinsic():
+    sch, i1 = tiled(matmul)
+    with pytest.raises(KeyError, match="no tensor intrinsic named 'nope'"):
+        sch.tensorize(i1, "nope")
+
+
+def test_register_checks_buffers():
+    @T.prim_func
+    def small(A: T.Buffer((8,), "float32")):
+        for i in range(8):
+            with T.block("A"):
+                vi = T.axis.spatial(8, i)
+                A[vi] = T.float32(0)
+
+    with pytest.raises(ValueError, match="does not match impl buffer"):
+        TensorIntrin.register("test_bad", mma_desc, mma_impl.replace(params=mma_impl.params[:2] + (small.params[0],)))
+    with pytest.raises(ValueError, match="already registered"):
+        TensorIntrin.register("test_mma_16x16x16", mma_desc, mma_impl)
