@@ -1,7 +1,7 @@
 """The IR core: node construction, dtype rules, structural equality/hash, IRModule."""
 import pytest
 
-from mlc_lab import IRModule, tir
+from mlc_lab import IRModule
 from mlc_lab.ir import GlobalVar, assert_structural_equal, structural_equal, structural_hash
 from mlc_lab.tir import (Add, Block, BlockRealize, BufferStore, Cast, FloatImm, For, IntImm, IterVar,
                          PrimFunc, Range, Var, const, decl_buffer)

@@ -1,34 +1,14 @@
 """blockize and tensorize: expected IR, numerics against the interpreter, trace replay, errors."""
-import numpy as np
 import pytest
 
 from mlc_lab import tir
 from mlc_lab.ir import assert_structural_equal
 from mlc_lab.script import from_source
 from mlc_lab.script import tir as T
-from mlc_lab.tir.schedule import TensorIntrin, numerics
+from mlc_lab.tir.schedule import TensorIntrin
 from mlc_lab.tir.schedule import BlockizeError
 from mlc_lab.tir.verify import verify
-
-
-def assert_same_numerics(before, after):
-    args = numerics.random_arguments(before)
-    for want, got in zip(numerics.run(before, args), numerics.run(after, args)):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-
-
-def assert_replays(sch, original):
-    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
-    assert_structural_equal(replayed.mod, sch.mod)
-
-
-def unchanged_after(sch, action, error, *fragments):
-    before = sch.mod
-    with pytest.raises(error) as err:
-        action()
-    assert sch.mod is before
-    for fragment in fragments:
-        assert fragment in str(err.value), str(err.value)
+from schedule_checks import assert_replays, assert_same_numerics, unchanged_after
 
 
 @T.prim_func

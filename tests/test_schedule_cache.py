@@ -1,36 +1,12 @@
 """cache_read, cache_write and set_scope: expected IR, numerics, trace replay, errors."""
-import numpy as np
 import pytest
 
 from mlc_lab import tir
-from mlc_lab.ir import assert_structural_equal
 from mlc_lab.script import tir as T
-from mlc_lab.script.parser import from_source
-from mlc_lab.tir.schedule import numerics
 from mlc_lab.tir.schedule.lookup import child_blocks
+from schedule_checks import assert_schedule_ok, unchanged_after
 
 from corpus import mm_relu, softmax
-
-
-def assert_same_numerics(before, after):
-    args = numerics.random_arguments(before)
-    for want, got in zip(numerics.run(before, args), numerics.run(after, args)):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-
-
-def assert_replays(sch, original):
-    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
-    assert_structural_equal(replayed.mod, sch.mod)
-
-
-def assert_schedule_ok(sch, original, expected=None):
-    func = sch.mod["main"]
-    assert tir.verify(func)
-    if expected is not None:
-        assert_structural_equal(func, expected.with_attr("global_symbol", func.name))
-    assert_structural_equal(from_source(func.script()), func)
-    assert_same_numerics(original, func)
-    assert_replays(sch, original)
 
 
 # -- cache_read -------------------------------------------------------------------------------------
@@ -285,14 +261,6 @@ def test_set_scope():
 
 
 # -- errors ---------------------------------------------------------------------------------------------
-def _unchanged_after(sch, call, error, *words):
-    before = sch.mod
-    with pytest.raises(error) as info:
-        call()
-    assert sch.mod is before
-    for word in words:
-        assert word in str(info.value)
-    return info.value
 
 
 def test_unknown_scope():
@@ -301,21 +269,21 @@ def test_unknown_scope():
     for call in (lambda: sch.cache_read(block, 0, "texture"),
                  lambda: sch.cache_write(block, 0, "texture"),
                  lambda: sch.set_scope(block, 0, "texture")):
-        _unchanged_after(sch, call, tir.schedule.CacheError, "'texture'", "shared")
+        unchanged_after(sch, call, tir.schedule.CacheError, "'texture'", "shared")
 
 
 def test_buffer_index_out_of_range():
     sch = tir.Schedule(mm_relu)
     block = sch.get_block("Y")
-    _unchanged_after(sch, lambda: sch.cache_read(block, 2, "shared"), tir.schedule.CacheError,
+    unchanged_after(sch, lambda: sch.cache_read(block, 2, "shared"), tir.schedule.CacheError,
                      '"Y"', "A, B", "out of range")
-    _unchanged_after(sch, lambda: sch.cache_write(block, 1, "local"), tir.schedule.CacheError,
+    unchanged_after(sch, lambda: sch.cache_write(block, 1, "local"), tir.schedule.CacheError,
                      '"Y"', "out of range")
 
 
 def test_set_scope_of_parameter():
     sch = tir.Schedule(mm_relu)
-    err = _unchanged_after(sch, lambda: sch.set_scope(sch.get_block("C"), 0, "shared"),
+    err = unchanged_after(sch, lambda: sch.set_scope(sch.get_block("C"), 0, "shared"),
                            tir.schedule.CacheError, "buffer C", "parameter")
     assert "^" in str(err)
 
@@ -324,7 +292,7 @@ def test_cache_write_needs_the_only_writer():
     sch = tir.Schedule(mm_relu)
     i, j, k = sch.get_loops(sch.get_block("Y"))
     sch.decompose_reduction(sch.get_block("Y"), k)
-    _unchanged_after(sch, lambda: sch.cache_write(sch.get_block("Y_update"), 0, "local"),
+    unchanged_after(sch, lambda: sch.cache_write(sch.get_block("Y_update"), 0, "local"),
                      tir.schedule.CacheError, '"Y_update"', "only writer", "Y_init")
 
 
@@ -338,9 +306,9 @@ def in_place(A: T.Buffer((8,), "float32")):
 
 def test_cache_of_a_buffer_read_and_written():
     sch = tir.Schedule(in_place)
-    _unchanged_after(sch, lambda: sch.cache_write(sch.get_block("A"), 0, "local"),
+    unchanged_after(sch, lambda: sch.cache_write(sch.get_block("A"), 0, "local"),
                      tir.schedule.CacheError, '"A"', "reads buffer A")
-    _unchanged_after(sch, lambda: sch.cache_read(sch.get_block("A"), 0, "local"),
+    unchanged_after(sch, lambda: sch.cache_read(sch.get_block("A"), 0, "local"),
                      tir.schedule.CacheError, '"A"', "both reads and writes")
 
 

@@ -1,44 +1,13 @@
 """compute_at / reverse_compute_at: expected IR, numerics, trace replay, and every failure."""
-import numpy as np
 import pytest
 
 from mlc_lab import tir
-from mlc_lab.ir import assert_structural_equal
 from mlc_lab.script import tir as T
-from mlc_lab.tir.schedule import numerics
+from schedule_checks import assert_schedule_ok, unchanged_after
 
 
 # ----------------------------------------------------------------------------------------------
 # Helpers
-def same_ir(result, expected):
-    """Structural equality, ignoring the function's own name."""
-    assert_structural_equal(result, expected.with_attr("global_symbol", result.name))
-
-
-def check(original, sch, expected=None):
-    """The scheduled function matches ``expected``, is well formed, computes what ``original``
-    computes, and its trace replays to the same IR."""
-    result = sch.mod["main"]
-    if expected is not None:
-        same_ir(result, expected)
-    tir.verify(result)
-    args = numerics.random_arguments(original)
-    want, got = numerics.run(original, args), numerics.run(result, args)
-    for a, b in zip(want, got):
-        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
-    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
-    assert_structural_equal(replayed.mod["main"], result)
-
-
-def fails(sch, error, call, *words):
-    """``call`` raises ``error`` whose message has every word, and leaves the schedule as it was."""
-    before, steps = sch.mod, len(sch.trace.insts)
-    with pytest.raises(error) as info:
-        call()
-    for word in words:
-        assert word in str(info.value), str(info.value)
-    assert sch.mod is before and len(sch.trace.insts) == steps
-    return info.value
 
 
 def block_names(sch):
@@ -137,7 +106,7 @@ def test_window_sum_compute_at_outer_tile_loop():
     sch = tir.Schedule(window_sum, check_numerics=True)
     i0, _ = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[4, 32])
     sch.compute_at(sch.get_block("A_shared"), i0)
-    check(window_sum, sch, expected)
+    assert_schedule_ok(sch, window_sum, expected)
 
 
 def test_window_sum_compute_at_inner_loop_reads_three():
@@ -156,7 +125,7 @@ def test_window_sum_compute_at_inner_loop_reads_three():
     sch = tir.Schedule(window_sum)
     _, i1 = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[4, 32])
     sch.compute_at(sch.get_block("A_shared"), i1)
-    check(window_sum, sch, expected)
+    assert_schedule_ok(sch, window_sum, expected)
 
 
 def test_window_sum_thread_tile_reads_130():
@@ -178,7 +147,7 @@ def test_window_sum_thread_tile_reads_130():
     sch.bind(bx, "blockIdx.x")
     sch.bind(tx, "threadIdx.x")
     sch.compute_at(sch.get_block("A_shared"), bx)
-    check(window_sum, sch, expected)
+    assert_schedule_ok(sch, window_sum, expected)
 
 
 @T.prim_func
@@ -219,7 +188,7 @@ def test_shared_buffer_at_a_thread_loop_covers_every_thread_of_the_block():
     assert sch.mod["main"].body.block.body.body.body.seq[0].extent.value == 130
     _, ax0_1 = sch.split(ax0, factors=[None, 128])
     sch.bind(ax0_1, "threadIdx.x")
-    check(window_sum_256, sch, expected)
+    assert_schedule_ok(sch, window_sum_256, expected)
 
 
 def test_local_buffer_at_a_thread_loop_covers_one_thread():
@@ -242,7 +211,7 @@ def test_local_buffer_at_a_thread_loop_covers_one_thread():
     sch.compute_at(sch.get_block("A_local"), tx)
     copy_loop = sch.mod["main"].body.block.body.body.body.seq[0]
     assert copy_loop.extent.value == 3
-    check(local_copy, sch)
+    assert_schedule_ok(sch, local_copy)
 
 
 def test_overhanging_tile_gets_a_predicate():
@@ -264,7 +233,7 @@ def test_overhanging_tile_gets_a_predicate():
     sch = tir.Schedule(window_sum, check_numerics=True)
     i0, _ = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[None, 48])
     sch.compute_at(sch.get_block("A_shared"), i0)
-    check(window_sum, sch, expected)
+    assert_schedule_ok(sch, window_sum, expected)
 
 
 def test_compute_at_twice_moves_deeper():
@@ -276,7 +245,7 @@ def test_compute_at_twice_moves_deeper():
     expected = tir.Schedule(window_sum)
     _, j1 = expected.split(expected.get_loops(expected.get_block("B"))[0], factors=[4, 32])
     expected.compute_at(expected.get_block("A_shared"), j1)
-    check(window_sum, sch, expected.mod["main"])
+    assert_schedule_ok(sch, window_sum, expected.mod["main"])
 
 
 def test_reduction_block_recreates_reduce_loop():
@@ -300,7 +269,7 @@ def test_reduction_block_recreates_reduce_loop():
     sch = tir.Schedule(mm_relu)
     _, j = sch.get_loops(sch.get_block("C"))
     sch.compute_at(sch.get_block("Y"), j)
-    check(mm_relu, sch, expected)
+    assert_schedule_ok(sch, mm_relu, expected)
 
 
 def test_preserve_unit_loops():
@@ -324,7 +293,7 @@ def test_preserve_unit_loops():
     sch = tir.Schedule(mm_relu)
     _, j = sch.get_loops(sch.get_block("C"))
     sch.compute_at(sch.get_block("Y"), j, preserve_unit_loops=True)
-    check(mm_relu, sch, expected)
+    assert_schedule_ok(sch, mm_relu, expected)
 
 
 def test_floordiv_consumer_needs_half_the_tile():
@@ -344,7 +313,7 @@ def test_floordiv_consumer_needs_half_the_tile():
     sch = tir.Schedule(upsample)
     i0, _ = sch.split(sch.get_loops(sch.get_block("C"))[0], factors=[8, 8])
     sch.compute_at(sch.get_block("B"), i0)
-    check(upsample, sch, expected)
+    assert_schedule_ok(sch, upsample, expected)
 
 
 def test_two_consumers_under_one_loop_cover_both():
@@ -385,7 +354,7 @@ def test_two_consumers_under_one_loop_cover_both():
     sch = tir.Schedule(fused_consumers)
     i0 = sch.get_loops(sch.get_block("C"))[0]
     sch.compute_at(sch.get_block("B"), i0)
-    check(fused_consumers, sch, expected)
+    assert_schedule_ok(sch, fused_consumers, expected)
 
 
 def test_softmax_chain_of_compute_at():
@@ -421,7 +390,7 @@ def test_softmax_chain_of_compute_at():
         sch.compute_at(sch.get_block(name), i)
     root = sch.mod["main"].body.block.body
     assert isinstance(root, tir.For) and len(root.body.seq) == 4
-    check(softmax, sch)
+    assert_schedule_ok(sch, softmax)
 
 
 def test_index_minus_two_places_right_after_producers():
@@ -430,7 +399,7 @@ def test_index_minus_two_places_right_after_producers():
     sch.compute_at(sch.get_block("A_shared"), i0, index=-2)
     body = sch.mod["main"].body.block.body.body
     assert body.seq[0].body.block.name_hint == "A_shared"
-    check(window_sum, sch)
+    assert_schedule_ok(sch, window_sum)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -461,7 +430,7 @@ def test_mm_relu_course_sequence():
     j0, j1 = sch.split(j, factors=[None, 4])
     sch.reorder(j0, k, j1)
     sch.reverse_compute_at(sch.get_block("C"), j0)
-    check(mm_relu, sch, expected)
+    assert_schedule_ok(sch, mm_relu, expected)
     assert "sch.reverse_compute_at(" in str(sch.trace)
 
 
@@ -486,7 +455,7 @@ def test_reverse_compute_at_outer_loop_and_unit_loops():
     sch = tir.Schedule(mm_relu)
     i = sch.get_loops(sch.get_block("Y"))[0]
     sch.reverse_compute_at(sch.get_block("C"), i, preserve_unit_loops=True)
-    check(mm_relu, sch, expected)
+    assert_schedule_ok(sch, mm_relu, expected)
 
 
 def test_reverse_compute_at_overhanging_tile_gets_a_predicate():
@@ -519,7 +488,7 @@ def test_reverse_compute_at_overhanging_tile_gets_a_predicate():
     sch = tir.Schedule(copy_head, check_numerics=True)
     i0, _ = sch.split(sch.get_loops(sch.get_block("A_shared"))[0], factors=[10, 13])
     sch.reverse_compute_at(sch.get_block("B"), i0)
-    check(copy_head, sch, expected)
+    assert_schedule_ok(sch, copy_head, expected)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -528,9 +497,7 @@ def test_loop_not_enclosing_every_consumer():
     sch = tir.Schedule(two_consumers)
     i = sch.get_loops(sch.get_block("C"))[0]
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    error = fails(sch, tir.schedule.ComputeAtError,
-                  lambda: sch.compute_at(blocks["B"], i),
-                  'block "D"', "consumer", "loop i")
+    error = unchanged_after(sch, lambda: sch.compute_at(blocks["B"], i), tir.schedule.ComputeAtError, 'block "D"', "consumer", "loop i")
     assert "^^^" in str(error)
 
 
@@ -538,16 +505,14 @@ def test_output_block_cannot_be_computed_at():
     sch = tir.Schedule(mm_relu)
     i = sch.get_loops(sch.get_block("Y"))[0]
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    fails(sch, tir.schedule.ComputeAtError, lambda: sch.compute_at(blocks["C"], i),
-          'block "C"', "output")
+    unchanged_after(sch, lambda: sch.compute_at(blocks["C"], i), tir.schedule.ComputeAtError, 'block "C"', "output")
 
 
 def test_loop_already_enclosing_the_block():
     sch = tir.Schedule(mm_relu)
     _, j, _ = sch.get_loops(sch.get_block("Y"))
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    fails(sch, tir.schedule.ComputeAtError, lambda: sch.compute_at(blocks["Y"], j),
-          "loop j", 'block "Y"', "already encloses")
+    unchanged_after(sch, lambda: sch.compute_at(blocks["Y"], j), tir.schedule.ComputeAtError, "loop j", 'block "Y"', "already encloses")
 
 
 def test_reverse_compute_at_loop_missing_a_producer():
@@ -571,16 +536,14 @@ def test_reverse_compute_at_loop_missing_a_producer():
     sch = tir.Schedule(two_producers)
     i = sch.get_loops(sch.get_block("B1"))[0]
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    fails(sch, tir.schedule.ComputeAtError, lambda: sch.reverse_compute_at(blocks["C"], i),
-          'block "B0"', "producer", "loop i")
+    unchanged_after(sch, lambda: sch.reverse_compute_at(blocks["C"], i), tir.schedule.ComputeAtError, 'block "B0"', "producer", "loop i")
 
 
 def test_reverse_compute_at_window_consumer_is_refused():
     sch = tir.Schedule(window_sum)
     i0, _ = sch.split(sch.get_loops(sch.get_block("A_shared"))[0], factors=[10, 13])
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    fails(sch, tir.schedule.ComputeAtError, lambda: sch.reverse_compute_at(blocks["B"], i0),
-          'block "B"', "A_shared", "compute_at the producers")
+    unchanged_after(sch, lambda: sch.reverse_compute_at(blocks["B"], i0), tir.schedule.ComputeAtError, 'block "B"', "A_shared", "compute_at the producers")
 
 
 def test_reverse_compute_at_inside_the_reduction_is_refused():
@@ -589,8 +552,7 @@ def test_reverse_compute_at_inside_the_reduction_is_refused():
     j0, j1 = sch.split(j, factors=[None, 4])
     sch.reorder(j0, k, j1)
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    fails(sch, tir.schedule.ComputeAtError, lambda: sch.reverse_compute_at(blocks["C"], j1),
-          'block "Y"', "reduction", "loop j_1", "not final")
+    unchanged_after(sch, lambda: sch.reverse_compute_at(blocks["C"], j1), tir.schedule.ComputeAtError, 'block "Y"', "reduction", "loop j_1", "not final")
 
 
 def test_not_a_complete_block():
@@ -613,8 +575,7 @@ def test_not_a_complete_block():
     sch = tir.Schedule(two_writers)
     i = sch.get_loops(sch.get_block("C"))[0]
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    fails(sch, tir.schedule.ComputeAtError, lambda: sch.compute_at(blocks["B0"], i),
-          'block "B0"', "only writer")
+    unchanged_after(sch, lambda: sch.compute_at(blocks["B0"], i), tir.schedule.ComputeAtError, 'block "B0"', "only writer")
 
 
 def test_producer_after_consumer_under_the_loop():
@@ -637,16 +598,14 @@ def test_producer_after_consumer_under_the_loop():
     sch = tir.Schedule(misordered)
     i = sch.get_loops(sch.get_block("D"))[0]
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    fails(sch, tir.schedule.ComputeAtError, lambda: sch.compute_at(blocks["X"], i),
-          "loop i", 'block "P"', 'block "D"', "producer", "consumer")
+    unchanged_after(sch, lambda: sch.compute_at(blocks["X"], i), tir.schedule.ComputeAtError, "loop i", 'block "P"', 'block "D"', "producer", "consumer")
 
 
 def test_bad_index():
     sch = tir.Schedule(window_sum)
     i0, _ = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[4, 32])
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    fails(sch, tir.schedule.ComputeAtError,
-          lambda: sch.compute_at(blocks["A_shared"], i0, index=5), "index 5")
+    unchanged_after(sch, lambda: sch.compute_at(blocks["A_shared"], i0, index=5), tir.schedule.ComputeAtError, "index 5")
 
 
 def test_argument_types_are_checked():

@@ -1,49 +1,11 @@
 """compute_inline / reverse_compute_inline: expected IR, numerics, trace replay, every failure."""
-import numpy as np
 import pytest
 
 from mlc_lab import tir
-from mlc_lab.ir import assert_structural_equal
 from mlc_lab.script import tir as T
-from mlc_lab.tir.schedule import numerics
+from schedule_checks import assert_schedule_ok, unchanged_after
 
 InlineError = tir.schedule.InlineError
-
-
-def same_ir(result, expected):
-    """Structural equality, ignoring the function's own name."""
-    assert_structural_equal(result, expected.with_attr("global_symbol", result.name))
-
-
-def check(original, sch, expected=None):
-    """The scheduled function matches ``expected``, is well formed, computes what ``original``
-    computes, and its trace replays to the same IR."""
-    result = sch.mod["main"]
-    if expected is not None:
-        same_ir(result, expected)
-    tir.verify(result)
-    args = numerics.random_arguments(original)
-    want, got = numerics.run(original, args), numerics.run(result, args)
-    for p, a, b in zip(original.params, want, got):
-        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5, err_msg=p.name)
-    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
-    assert_structural_equal(replayed.mod["main"], result)
-
-
-def fails(original, primitive, block_name, *words):
-    """sch.<primitive>(block) raises InlineError naming the block and every word, and leaves the
-    schedule unchanged."""
-    sch = tir.Schedule(original)
-    block = sch.get_block(block_name)
-    before, steps = sch.mod, len(sch.trace.insts)
-    with pytest.raises(InlineError) as info:
-        getattr(sch, primitive)(block)
-    message = str(info.value)
-    for word in (f'"{block_name}"',) + words:
-        assert word in message, message
-    assert "^^^" in message
-    assert sch.mod is before and len(sch.trace.insts) == steps
-    return message
 
 
 # ----------------------------------------------------------------------------------------------
@@ -59,6 +21,17 @@ def scale_add(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")
         with T.block("C"):
             vi, vj = T.axis.remap("SS", [i, j])
             C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+def inline_fails(original, primitive, block_name, *words):
+    """sch.<primitive>(block) raises InlineError naming the block and every word, underlines the
+    culprit, and leaves the schedule unchanged."""
+    sch = tir.Schedule(original)
+    block = sch.get_block(block_name)
+    message = unchanged_after(sch, lambda: getattr(sch, primitive)(block), InlineError,
+                              f'"{block_name}"', *words)
+    assert "^^^" in message
+    return message
 
 
 @T.prim_func
@@ -103,7 +76,7 @@ def test_compute_inline_elementwise_producer():
 
     sch = tir.Schedule(scale_add, check_numerics=True)
     sch.compute_inline(sch.get_block("B"))
-    check(scale_add, sch, expected)
+    assert_schedule_ok(sch, scale_add, expected)
 
 
 def test_compute_inline_into_consumers_with_other_indices():
@@ -138,7 +111,7 @@ def test_compute_inline_into_consumers_with_other_indices():
 
     sch = tir.Schedule(shifted)
     sch.compute_inline(sch.get_block("B"))
-    check(shifted, sch, expected)
+    assert_schedule_ok(sch, shifted, expected)
 
 
 def test_compute_inline_after_compute_at_removes_emptied_loops():
@@ -154,7 +127,7 @@ def test_compute_inline_after_compute_at_removes_emptied_loops():
     i, _ = sch.get_loops(sch.get_block("C"))
     sch.compute_at(sch.get_block("B"), i)
     sch.compute_inline(sch.get_block("B"))
-    check(scale_add, sch, expected)
+    assert_schedule_ok(sch, scale_add, expected)
 
 
 def test_compute_inline_softmax_exp_into_two_consumers():
@@ -181,15 +154,15 @@ def test_compute_inline_softmax_exp_into_two_consumers():
     sch.compute_inline(sch.get_block("exp"))
     result = sch.mod["main"]
     assert [b.name for b in result.body.block.alloc_buffers] == ["expsum"]
-    check(softmax, sch)
+    assert_schedule_ok(sch, softmax)
 
 
 def test_compute_inline_reduction_is_refused():
-    fails(mm_relu, "compute_inline", "Y", "reduction")
+    inline_fails(mm_relu, "compute_inline", "Y", "reduction")
 
 
 def test_compute_inline_output_block_is_refused():
-    fails(scale_add, "compute_inline", "C", "output")
+    inline_fails(scale_add, "compute_inline", "C", "output")
 
 
 def test_compute_inline_needs_a_single_store():
@@ -207,7 +180,7 @@ def test_compute_inline_needs_a_single_store():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi] + B2[vi]
 
-    fails(two_stores, "compute_inline", "B", "single store")
+    inline_fails(two_stores, "compute_inline", "B", "single store")
 
 
 def test_compute_inline_needs_plain_iterator_indices():
@@ -223,7 +196,7 @@ def test_compute_inline_needs_plain_iterator_indices():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi * 2]
 
-    fails(strided, "compute_inline", "B", "not distinct block iterators", "vi * 2")
+    inline_fails(strided, "compute_inline", "B", "not distinct block iterators", "vi * 2")
 
 
 def test_compute_inline_value_using_another_iterator_is_refused():
@@ -239,7 +212,7 @@ def test_compute_inline_value_using_another_iterator_is_refused():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi]
 
-    fails(broadcast, "compute_inline", "B", "not an index")
+    inline_fails(broadcast, "compute_inline", "B", "not an index")
 
 
 def test_compute_inline_of_a_second_writer_is_refused():
@@ -259,7 +232,7 @@ def test_compute_inline_of_a_second_writer_is_refused():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi]
 
-    fails(two_writers, "compute_inline", "B0", "only writer")
+    inline_fails(two_writers, "compute_inline", "B0", "only writer")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -275,7 +248,7 @@ def test_reverse_compute_inline_relu_into_elementwise_producer():
 
     sch = tir.Schedule(add_bias_relu, check_numerics=True)
     sch.reverse_compute_inline(sch.get_block("C"))
-    check(add_bias_relu, sch, expected)
+    assert_schedule_ok(sch, add_bias_relu, expected)
 
 
 def test_reverse_compute_inline_after_decomposed_matmul():
@@ -316,11 +289,11 @@ def test_reverse_compute_inline_after_decomposed_matmul():
 
     sch = tir.Schedule(mm_then_bias_then_relu, check_numerics=True)
     sch.reverse_compute_inline(sch.get_block("C"))
-    check(mm_then_bias_then_relu, sch, expected)
+    assert_schedule_ok(sch, mm_then_bias_then_relu, expected)
 
 
 def test_reverse_compute_inline_into_reduction_is_refused():
-    message = fails(mm_relu, "reverse_compute_inline", "C", '"Y"', "reduction block")
+    message = inline_fails(mm_relu, "reverse_compute_inline", "C", '"Y"', "reduction block")
     assert "producer" in message
 
 
@@ -342,7 +315,7 @@ def test_reverse_compute_inline_two_intermediates_is_refused():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B0[vi] + B1[vi]
 
-    fails(two_inputs, "reverse_compute_inline", "C", "exactly one buffer", "B0, B1")
+    inline_fails(two_inputs, "reverse_compute_inline", "C", "exactly one buffer", "B0, B1")
 
 
 def test_reverse_compute_inline_load_not_at_iterators_is_refused():
@@ -358,7 +331,7 @@ def test_reverse_compute_inline_load_not_at_iterators_is_refused():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi + 1]
 
-    fails(shifted, "reverse_compute_inline", "C", "block iterators")
+    inline_fails(shifted, "reverse_compute_inline", "C", "block iterators")
 
 
 def test_reverse_compute_inline_loads_at_two_places_is_refused():
@@ -374,7 +347,7 @@ def test_reverse_compute_inline_loads_at_two_places_is_refused():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi] + B[7 - vi]
 
-    fails(two_loads, "reverse_compute_inline", "C", "different indices")
+    inline_fails(two_loads, "reverse_compute_inline", "C", "different indices")
 
 
 def test_reverse_compute_inline_partial_consumer_is_refused():
@@ -390,7 +363,7 @@ def test_reverse_compute_inline_partial_consumer_is_refused():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi]
 
-    fails(head, "reverse_compute_inline", "C", "read all of it")
+    inline_fails(head, "reverse_compute_inline", "C", "read all of it")
 
 
 def test_reverse_compute_inline_with_another_reader_is_refused():
@@ -411,7 +384,7 @@ def test_reverse_compute_inline_with_another_reader_is_refused():
                 vi = T.axis.spatial(8, i)
                 D[vi] = B[vi] * T.float32(3)
 
-    fails(shared_input, "reverse_compute_inline", "C", '"D" also reads B')
+    inline_fails(shared_input, "reverse_compute_inline", "C", '"D" also reads B')
 
 
 def test_argument_types_are_checked():

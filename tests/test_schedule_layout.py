@@ -4,34 +4,11 @@ import numpy as np
 import pytest
 
 from mlc_lab import tir
-from mlc_lab.ir import assert_structural_equal
 from mlc_lab.script import tir as T
-from mlc_lab.script.parser import from_source
 from mlc_lab.tir.schedule import numerics
+from schedule_checks import assert_schedule_ok, unchanged_after
 
 from corpus import mm_relu
-
-
-def assert_same_numerics(before, after):
-    args = numerics.random_arguments(before)
-    for want, got in zip(numerics.run(before, args), numerics.run(after, args)):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-
-
-def assert_replays(sch, original):
-    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
-    assert_structural_equal(replayed.mod, sch.mod)
-
-
-def check(sch, original, expected=None, numerics_too=True):
-    func = sch.mod["main"]
-    assert tir.verify(func)
-    if expected is not None:
-        assert_structural_equal(func, expected.with_attr("global_symbol", func.name))
-    assert_structural_equal(from_source(func.script()), func)
-    if numerics_too:
-        assert_same_numerics(original, func)
-    assert_replays(sch, original)
 
 
 @T.prim_func
@@ -68,14 +45,14 @@ SOURCE = "lambda i, j: (j // 4, i, j % 4)"
 def test_transform_alloc_buffer(buffer, index_map):
     sch = tir.Schedule(two_stage)
     sch.transform_layout(sch.get_block("B"), buffer, index_map)
-    check(sch, two_stage, two_stage_packed)
+    assert_schedule_ok(sch, two_stage, two_stage_packed)
     assert sch.trace.as_python()[-1].endswith(f'index_map="{SOURCE}")')
 
 
 def test_transform_through_the_reader():
     sch = tir.Schedule(two_stage)
     sch.transform_layout(sch.get_block("C"), ("read", 0), SOURCE)
-    check(sch, two_stage, two_stage_packed)
+    assert_schedule_ok(sch, two_stage, two_stage_packed)
 
 
 def test_lambda_source_is_cut_out_of_a_multi_line_call():
@@ -86,7 +63,7 @@ def test_lambda_source_is_cut_out_of_a_multi_line_call():
         lambda i, j: (j // 4,
                       i, j % 4))
     assert sch.trace.insts[-1].kwargs["index_map"] == "lambda i, j: (j // 4,\n                      i, j % 4)"
-    check(sch, two_stage, two_stage_packed)
+    assert_schedule_ok(sch, two_stage, two_stage_packed)
 
 
 def test_index_map_from_a_def_is_recorded_as_a_lambda():
@@ -96,7 +73,7 @@ def test_index_map_from_a_def_is_recorded_as_a_lambda():
     sch.transform_layout(sch.get_block("B"), "B", swap)
     assert sch.trace.insts[-1].kwargs["index_map"] == "lambda i, j: (j, i)"
     assert sch.mod["main"].body.block.alloc_buffers[0].shape[0].value == 8
-    check(sch, two_stage)
+    assert_schedule_ok(sch, two_stage)
 
 
 @T.prim_func
@@ -122,7 +99,7 @@ def rowsum_packed(A: T.Buffer((16, 8, 4), "float32"), B: T.Buffer((8,), "float32
 def test_transform_parameter_changes_the_signature():
     sch = tir.Schedule(rowsum)
     sch.transform_layout(sch.get_block("B"), ("read", 0), lambda i, k: (k // 4, i, k % 4))
-    check(sch, rowsum, rowsum_packed, numerics_too=False)
+    assert_schedule_ok(sch, rowsum, rowsum_packed, check_numerics=False)
     a, b = numerics.random_arguments(rowsum)
     (_, want) = numerics.run(rowsum, [a, b])
     packed = np.ascontiguousarray(a.reshape(8, 16, 4).transpose(1, 0, 2))
@@ -136,7 +113,7 @@ def test_transform_cache_buffer_of_the_course_matmul():
     sch.transform_layout(sch.get_block("B_shared"), ("write", 0), lambda k, j: (j // 16, k, j % 16))
     (_, cache) = sch.mod["main"].body.block.alloc_buffers
     assert [d.value for d in cache.shape] == [8, 128, 16]
-    check(sch, mm_relu)
+    assert_schedule_ok(sch, mm_relu)
 
 
 def test_region_of_a_whole_row_is_mapped():
@@ -160,17 +137,10 @@ def test_region_of_a_whole_row_is_mapped():
     region = sch.mod["main"].body.block.body.seq[0].body.block.writes[0]
     assert [str(r.extent) for r in region.region] == ["2", "1", "4"]
     assert write.name == "B"
-    check(sch, row_copy)
+    assert_schedule_ok(sch, row_copy)
 
 
 # -- errors ---------------------------------------------------------------------------------------------
-def unchanged_after(sch, call, error, *words):
-    before = sch.mod
-    with pytest.raises(error) as info:
-        call()
-    assert sch.mod is before
-    for word in words:
-        assert word in str(info.value)
 
 
 def test_layout_errors():

@@ -1,25 +1,13 @@
 """Schedule core and loop primitives: split, fuse, reorder, parallel/vectorize/unroll/bind,
 annotate; handles, traces, history and errors."""
-import numpy as np
 import pytest
 
 from mlc_lab import tir
 from mlc_lab.ir import assert_structural_equal, structural_equal
 from mlc_lab.script import tir as T
-from mlc_lab.tir.schedule import numerics
+from schedule_checks import assert_replays, assert_same_numerics, unchanged_after
 
 from corpus import mm_relu
-
-
-def assert_same_numerics(before, after):
-    args = numerics.random_arguments(before)
-    for want, got in zip(numerics.run(before, args), numerics.run(after, args)):
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-
-
-def assert_replays(sch, original):
-    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
-    assert_structural_equal(replayed.mod, sch.mod)
 
 
 @T.prim_func
@@ -132,24 +120,14 @@ def test_producers_and_consumers():
 
 # -- errors ----------------------------------------------------------------------------------
 
-def _unchanged_after(sch, action, error, *fragments):
-    before = sch.mod
-    with pytest.raises(error) as err:
-        action()
-    assert sch.mod is before
-    for fragment in fragments:
-        assert fragment in str(err.value), str(err.value)
-    return str(err.value)
-
-
 def test_split_errors():
     sch = tir.Schedule(mm_relu)
     i, j, k = sch.get_loops(sch.get_block("Y"))
-    message = _unchanged_after(sch, lambda: sch.split(j, [3, 5]), tir.schedule.FactorError,
+    message = unchanged_after(sch, lambda: sch.split(j, [3, 5]), tir.schedule.FactorError,
                                "sch.split", "multiply to 15", "loop j has extent 128")
     assert "^^^" in message
-    _unchanged_after(sch, lambda: sch.split(j, [None, None]), tir.schedule.FactorError, "more than one None")
-    _unchanged_after(sch, lambda: sch.split(j, [0, None]), tir.schedule.FactorError, "factor 0")
+    unchanged_after(sch, lambda: sch.split(j, [None, None]), tir.schedule.FactorError, "more than one None")
+    unchanged_after(sch, lambda: sch.split(j, [0, None]), tir.schedule.FactorError, "factor 0")
     with pytest.raises(TypeError, match="parameter 'loop' expects a LoopRV"):
         sch.split(sch.get_block("Y"), [None, 4])
 
@@ -158,9 +136,9 @@ def test_handles_go_stale_with_clear_errors():
     sch = tir.Schedule(mm_relu)
     i, j, k = sch.get_loops(sch.get_block("Y"))
     sch.split(j, [None, 4])
-    _unchanged_after(sch, lambda: sch.split(j, [None, 2]), tir.schedule.InvalidHandleError,
+    unchanged_after(sch, lambda: sch.split(j, [None, 2]), tir.schedule.InvalidHandleError,
                      "loop j no longer exists")
-    _unchanged_after(sch, lambda: sch.get_block("Z"), tir.schedule.BlockNotFoundError,
+    unchanged_after(sch, lambda: sch.get_block("Z"), tir.schedule.BlockNotFoundError,
                      "no block named 'Z'", "blocks: Y, C")
 
 
@@ -168,25 +146,25 @@ def test_reorder_errors():
     sch = tir.Schedule(mm_relu)
     i, j, k = sch.get_loops(sch.get_block("Y"))
     ci, cj = sch.get_loops(sch.get_block("C"))
-    _unchanged_after(sch, lambda: sch.reorder(k, ci), tir.schedule.LoopNotAncestorError,
+    unchanged_after(sch, lambda: sch.reorder(k, ci), tir.schedule.LoopNotAncestorError,
                      "not nested one inside the other")
-    _unchanged_after(sch, lambda: sch.reorder(k, k), tir.schedule.LoopsNotChainError, "more than once")
+    unchanged_after(sch, lambda: sch.reorder(k, k), tir.schedule.LoopsNotChainError, "more than once")
 
 
 def test_fuse_error_names_loops():
     sch = tir.Schedule(mm_relu)
     i, j, k = sch.get_loops(sch.get_block("Y"))
-    _unchanged_after(sch, lambda: sch.fuse(i, k), tir.schedule.NotAdjacentError,
+    unchanged_after(sch, lambda: sch.fuse(i, k), tir.schedule.NotAdjacentError,
                      "loop k is not the only statement directly inside loop i")
 
 
 def test_parallel_reduction_loop_is_rejected():
     sch = tir.Schedule(mm_relu)
     i, j, k = sch.get_loops(sch.get_block("Y"))
-    message = _unchanged_after(sch, lambda: sch.parallel(k), tir.schedule.WrongLoopKindError,
+    message = unchanged_after(sch, lambda: sch.parallel(k), tir.schedule.WrongLoopKindError,
                                "loop k is bound to the reduce iterator vk", 'block "Y"')
     assert "^" in message
-    _unchanged_after(sch, lambda: sch.bind(i, "threadIdx.w"), tir.schedule.ThreadBindingError,
+    unchanged_after(sch, lambda: sch.bind(i, "threadIdx.w"), tir.schedule.ThreadBindingError,
                      "unknown thread axis 'threadIdx.w'")
 
 
@@ -205,7 +183,7 @@ def two_writers(A: T.Buffer((16,), "float32")):
 def test_vectorize_needs_compact_dataflow():
     sch = tir.Schedule(two_writers)
     (i,) = sch.get_loops(sch.get_block("second"))
-    _unchanged_after(sch, lambda: sch.vectorize(i), tir.schedule.NotCompactDataflowError,
+    unchanged_after(sch, lambda: sch.vectorize(i), tir.schedule.NotCompactDataflowError,
                      'block "second" is not the only writer of buffer A')
 
 

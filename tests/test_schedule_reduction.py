@@ -1,46 +1,12 @@
 """decompose_reduction and rfactor: expected IR, numerics, trace replay, errors, and the course's
 rule about the order of decompose_reduction and parallel/vectorize."""
-import numpy as np
 import pytest
 
 from mlc_lab import tir
-from mlc_lab.ir import assert_structural_equal
 from mlc_lab.script import tir as T
-from mlc_lab.script.parser import from_source
-from mlc_lab.tir.schedule import numerics
+from schedule_checks import assert_schedule_ok, unchanged_after
 
 from corpus import conv2d_nchw, mm_relu, softmax
-
-
-def assert_same_numerics(before, after):
-    args = numerics.random_arguments(before)
-    for want, got in zip(numerics.run(before, args), numerics.run(after, args)):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-
-
-def assert_replays(sch, original):
-    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
-    assert_structural_equal(replayed.mod, sch.mod)
-
-
-def assert_schedule_ok(sch, original, expected=None):
-    func = sch.mod["main"]
-    assert tir.verify(func)
-    if expected is not None:
-        assert_structural_equal(func, expected.with_attr("global_symbol", func.name))
-    assert_structural_equal(from_source(func.script()), func)
-    assert_same_numerics(original, func)
-    assert_replays(sch, original)
-
-
-def unchanged_after(sch, call, error, *words):
-    before = sch.mod
-    with pytest.raises(error) as info:
-        call()
-    assert sch.mod is before
-    for word in words:
-        assert word in str(info.value)
-    assert "^" in str(info.value)
 
 
 # -- decompose_reduction --------------------------------------------------------------------------
