@@ -224,3 +224,35 @@ def test_check_numerics_accepts_legal_steps():
     sch.reorder(j, i)
     sch.split(i, [2, 4])
     assert len(sch.history) == 3
+
+
+def test_ir_diff_text_and_side_by_side_html():
+    from mlc_lab.ir import diff
+    from mlc_lab.ir.diff import side_by_side_html
+    sch = tir.Schedule(mm_relu)
+    i, j, k = sch.get_loops(sch.get_block("Y"))
+    sch.reorder(k, i)
+    before, after = sch.history[0].mod, sch.mod
+    text = diff(before, after)
+    assert text.startswith("--- before\n+++ after")
+    assert "+        for k, j, i in T.grid(128, 128, 128):" in text
+    assert diff(before, before) == ""
+    html = side_by_side_html(before, after, title="sch.reorder(l3, l1)")
+    assert "sch.reorder(l3, l1)" in html
+    assert html.count("#ffeef0") == 1 and html.count("#e6ffed") == 1   # one changed line per side
+
+
+def test_numerics_guard_names_the_step_and_keeps_the_old_module():
+    from mlc_lab.tir import BufferStore, FloatImm
+    from mlc_lab.tir.schedule import NumericsChangedError
+    from mlc_lab.tir.schedule.lookup import replace_stmts, FuncIndex
+    sch = tir.Schedule(bad_reorder_target, check_numerics=True)
+    realize = FuncIndex(sch.mod["main"]).blocks["B"]
+    store = realize.block.body
+    wrong = realize.replace(block=realize.block.replace(
+        body=BufferStore(store.buffer, store.value + FloatImm("float32", 1.0), store.indices)))
+    before = sch.mod
+    with pytest.raises(NumericsChangedError, match=r"in sch.broken_step: after this step function main "
+                                                   r"computes different results: buffer B\["):
+        sch._replace("main", {id(realize): wrong}, "broken_step")
+    assert sch.mod is before

@@ -125,7 +125,34 @@ class ScheduleBase:
     # -- queries (traced, so a trace replays from scratch) ------------------------------------
     @instruction
     def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
-        """The block called ``name`` in function ``func_name`` (default: the only/main function)."""
+        """The block called ``name`` in function ``func_name`` (default: the only/main function).
+
+        Requires: a block of that name exists (the implicit root block cannot be fetched).
+        Returns: a BlockRV, valid while the block exists.
+        Raises: BlockNotFoundError (naming the blocks there are, and the closest match).
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        ...     B = T.alloc_buffer((8,))
+        ...     for i in range(8):
+        ...         with T.block("B"):
+        ...             vi = T.axis.spatial(8, i)
+        ...             B[vi] = A[vi] * T.float32(2)
+        ...     for i in range(8):
+        ...         with T.block("C"):
+        ...             vi = T.axis.spatial(8, i)
+        ...             C[vi] = B[vi] + T.float32(1)
+        >>> sch = tir.Schedule(f)
+        >>> sch.get_block("C")
+        BlockRV("C")
+        >>> try:
+        ...     sch.get_block("BB")
+        ... except tir.ScheduleError as err:
+        ...     print(str(err).splitlines()[0])
+        BlockNotFoundError in sch.get_block: no block named 'BB' in function main (blocks: B, C); did you mean 'B'?
+        """
         if not isinstance(name, str):
             raise TypeError(f"sch.get_block: parameter 'name' expects a str, got {type(name).__name__}")
         func_name = func_name or self._default_func_name()
@@ -145,13 +172,55 @@ class ScheduleBase:
 
     @instruction
     def get_loops(self, block) -> list[LoopRV]:
-        """The loops around ``block`` up to its enclosing block, outermost first."""
+        """The loops around ``block`` up to its enclosing block, outermost first.
+
+        Returns: a list of LoopRV.
+        Raises: InvalidHandleError when the block no longer exists.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        ...     B = T.alloc_buffer((8,))
+        ...     for i in range(8):
+        ...         with T.block("B"):
+        ...             vi = T.axis.spatial(8, i)
+        ...             B[vi] = A[vi] * T.float32(2)
+        ...     for i in range(8):
+        ...         with T.block("C"):
+        ...             vi = T.axis.spatial(8, i)
+        ...             C[vi] = B[vi] + T.float32(1)
+        >>> sch = tir.Schedule(f)
+        >>> sch.get_loops(sch.get_block("C"))
+        [LoopRV(i)]
+        """
         func_name, realize, index = self._resolve_block(block, "get_loops")
         return [self._loop_rv(loop, func_name) for loop in index.loops_above(realize)]
 
     @instruction
     def get_child_blocks(self, block_or_loop) -> list[BlockRV]:
-        """The blocks directly under a block or loop."""
+        """The blocks directly under a block or loop (not those nested inside those blocks).
+
+        Returns: a list of BlockRV, in program order.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        ...     B = T.alloc_buffer((8,))
+        ...     for i in range(8):
+        ...         with T.block("B"):
+        ...             vi = T.axis.spatial(8, i)
+        ...             B[vi] = A[vi] * T.float32(2)
+        ...     for i in range(8):
+        ...         with T.block("C"):
+        ...             vi = T.axis.spatial(8, i)
+        ...             C[vi] = B[vi] + T.float32(1)
+        >>> sch = tir.Schedule(f)
+        >>> (i,) = sch.get_loops(sch.get_block("B"))
+        >>> sch.get_child_blocks(i)
+        [BlockRV("B")]
+        """
         if isinstance(block_or_loop, LoopRV):
             func_name, node, _ = self._resolve_loop(block_or_loop, "get_child_blocks", "block_or_loop")
         else:
@@ -160,12 +229,52 @@ class ScheduleBase:
 
     @instruction
     def get_producers(self, block) -> list[BlockRV]:
-        """Blocks in the same scope that write a buffer ``block`` reads."""
+        """Blocks in the same scope that write a buffer ``block`` reads.
+
+        Returns: a list of BlockRV.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        ...     B = T.alloc_buffer((8,))
+        ...     for i in range(8):
+        ...         with T.block("B"):
+        ...             vi = T.axis.spatial(8, i)
+        ...             B[vi] = A[vi] * T.float32(2)
+        ...     for i in range(8):
+        ...         with T.block("C"):
+        ...             vi = T.axis.spatial(8, i)
+        ...             C[vi] = B[vi] + T.float32(1)
+        >>> sch = tir.Schedule(f)
+        >>> sch.get_producers(sch.get_block("C"))
+        [BlockRV("B")]
+        """
         return self._neighbours(block, "get_producers", producers=True)
 
     @instruction
     def get_consumers(self, block) -> list[BlockRV]:
-        """Blocks in the same scope that read a buffer ``block`` writes."""
+        """Blocks in the same scope that read a buffer ``block`` writes.
+
+        Returns: a list of BlockRV.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+        ...     B = T.alloc_buffer((8,))
+        ...     for i in range(8):
+        ...         with T.block("B"):
+        ...             vi = T.axis.spatial(8, i)
+        ...             B[vi] = A[vi] * T.float32(2)
+        ...     for i in range(8):
+        ...         with T.block("C"):
+        ...             vi = T.axis.spatial(8, i)
+        ...             C[vi] = B[vi] + T.float32(1)
+        >>> sch = tir.Schedule(f)
+        >>> sch.get_consumers(sch.get_block("B"))
+        [BlockRV("C")]
+        """
         return self._neighbours(block, "get_consumers", producers=False)
 
     def _neighbours(self, block, primitive: str, producers: bool) -> list[BlockRV]:

@@ -101,7 +101,12 @@ class ForKindPrimitives:
 
     @instruction
     def unroll(self, loop) -> None:
-        """Mark ``loop`` to be fully unrolled. Always legal, also on reduction loops.
+        """Mark ``loop`` to be fully unrolled by the code generator.
+
+        Requires: nothing beyond a live handle; unrolling is legal on any loop, reduction loops
+        included, since it keeps the order of iterations.
+
+        Raises: InvalidHandleError, WrongLoopKindError (a loop bound to a thread).
 
         Example:
 
@@ -158,6 +163,10 @@ class ForKindPrimitives:
     def annotate(self, block_or_loop, ann_key: str, ann_val) -> None:
         """Attach ``ann_key: ann_val`` to a block or loop (e.g. pragmas read by code generators).
 
+        Requires: ``ann_key`` is a str; the value is printable (str, int, float, bool, list).
+
+        Raises: TypeError (a key that is not a str), InvalidHandleError.
+
         Example:
 
         >>> @T.prim_func
@@ -178,7 +187,26 @@ class ForKindPrimitives:
 
     @instruction
     def unannotate(self, block_or_loop, ann_key: str) -> None:
-        """Remove the annotation ``ann_key`` from a block or loop."""
+        """Remove the annotation ``ann_key`` from a block or loop.
+
+        Requires: the annotation is there.
+
+        Raises: ScheduleError naming the missing key.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def f(A: T.Buffer((4,), "float32")):
+        ...     for i in T.serial(4, annotations={"pragma_unroll_explicit": 1}):
+        ...         with T.block("A"):
+        ...             vi = T.axis.spatial(4, i)
+        ...             A[vi] = T.float32(1)
+        >>> sch = tir.Schedule(f)
+        >>> (i,) = sch.get_loops(sch.get_block("A"))
+        >>> sch.unannotate(i, "pragma_unroll_explicit")
+        >>> print(sch.mod["main"].body.block.body.script().splitlines()[0])
+        for i in range(4):
+        """
         self._set_annotation(block_or_loop, "unannotate", ann_key, None, remove=True)
 
     def _set_annotation(self, target, primitive, key, value, remove=False) -> None:
