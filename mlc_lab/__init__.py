@@ -6,3 +6,4 @@ __version__ = "0.1.0"
 from .runtime import ndarray as nd
 from .runtime.device import cpu, cuda, Device
 from .driver import build
+from .tir.transform import lower

@@ -1,0 +1,70 @@
+# The lowering pipeline: the passes, in order, that turn a scheduled block-form PrimFunc into the
+# flat loop code the code generators take. Expects IRModules of PrimFuncs (or a lone PrimFunc).
+from __future__ import annotations
+
+import os
+
+from ...ir.module import IRModule
+from ..function import PrimFunc
+from ..verify import VerifyError
+from .flatten_buffer import flatten_buffer
+from .lower_blocks import lower_blocks
+from .lower_init_block import lower_init_block
+from .plan_and_compact_allocations import plan_and_compact_allocations
+from .simplify import simplify
+from .unroll_loop import unroll_loop
+from .vectorize_loop import vectorize_loop
+from .verify_lowered import verify_lowered
+
+PASSES = [
+    lower_init_block,
+    plan_and_compact_allocations,
+    lower_blocks,
+    flatten_buffer,
+    simplify,
+    unroll_loop,
+    vectorize_loop,
+    simplify,
+]
+
+# The verify_lowered stage that holds once a pass has run (later passes keep it).
+STAGE_AFTER = {"lower_blocks": "no_blocks", "flatten_buffer": "flat"}
+
+
+class LoweringError(VerifyError):
+    """A lowering pass produced ill-formed IR; ``pass_name`` says which."""
+
+    def __init__(self, pass_name: str, cause: VerifyError):
+        super().__init__(f"lowering pass {pass_name} broke the IR: {cause}", cause.func_name,
+                         cause.node, cause.rule)
+        self.pass_name = pass_name
+
+
+def lower(mod_or_func, debug: bool = False) -> IRModule:
+    """Run PASSES over every PrimFunc and return the lowered IRModule (a lone PrimFunc is named by
+    its global_symbol, else "main"). With ``debug=True`` (or MLC_LAB_DEBUG=1) the IR is verified
+    after every pass and a failure names the pass that broke it; the result is always checked
+    against the lowered-IR contract."""
+    if isinstance(mod_or_func, PrimFunc):
+        mod = IRModule({mod_or_func.name or "main": mod_or_func})
+    elif isinstance(mod_or_func, IRModule):
+        mod = mod_or_func
+    else:
+        raise TypeError(f"lower expects an IRModule or a PrimFunc, got {type(mod_or_func).__name__}")
+    debug = debug or os.environ.get("MLC_LAB_DEBUG", "") not in ("", "0")
+    stage = "blocks"
+    for lowering_pass in PASSES:
+        name = lowering_pass.__name__
+        mod = lowering_pass(mod)
+        stage = STAGE_AFTER.get(name, stage)
+        if debug:
+            _check(mod, name, stage)
+    _check(mod, PASSES[-1].__name__, "flat")
+    return mod
+
+
+def _check(mod: IRModule, pass_name: str, stage: str) -> None:
+    try:
+        verify_lowered(mod, stage)
+    except VerifyError as err:
+        raise LoweringError(pass_name, err) from None

@@ -1,0 +1,257 @@
+# Turns a "vectorized" loop of constant extent over straight-line stores into vector code (Ramp
+# indices, Broadcast scalars, Select for lane-dependent ifs); loops it cannot prove safe stay loops.
+# Expects flat, block-free PrimFuncs (after flatten_buffer).
+from __future__ import annotations
+
+from ...arith.bound import int_bound
+from ...ir.structural import structural_equal
+from .. import dtype as dt
+from .. import expr as E
+from .. import stmt as S
+from ..function import PrimFunc
+from ..functor import StmtExprMutator, StmtExprVisitor
+from .common import is_const, loop_range, prim_func_pass
+
+
+@prim_func_pass
+def vectorize_loop(func: PrimFunc) -> PrimFunc:
+    """``for j in T.vectorized(8): B[i * 8 + j] = A[i * 8 + j] * T.float32(2)`` becomes
+    ``B[T.Ramp(i * 8, 1, 8)] = A[T.Ramp(i * 8, 1, 8)] * T.Broadcast(T.float32(2), 8)``."""
+    return func.replace(body=_Loops().visit(func.body))
+
+
+class NotVectorizable(Exception):
+    """The loop body has a shape this pass does not turn into vector code (the message says why)."""
+
+
+class _Loops(StmtExprMutator):
+    def __init__(self):
+        super().__init__()
+        self.ranges: dict = {}
+
+    def visit_For(self, loop):
+        self.ranges[loop.loop_var] = loop_range(loop)
+        new = self.generic_visit(loop)
+        try:
+            if new.kind == "vectorized" and is_const(new.extent) and new.extent.value > 1:
+                return _Vectorizer(new, self.ranges).run()
+            return new
+        except NotVectorizable:
+            return new
+        finally:
+            del self.ranges[loop.loop_var]
+
+
+class _Stored(StmtExprVisitor):
+    def __init__(self):
+        self.buffers: set[int] = set()
+
+    def visit_BufferStore(self, store):
+        self.buffers.add(id(store.buffer))
+        self.generic_visit(store)
+
+
+class _Vectorizer:
+    """Rewrites one loop body lane-wise. Statements are vectorized under a mask (a bool vector,
+    or None for all lanes); expressions come back with 1 lane when they do not vary."""
+
+    def __init__(self, loop: S.For, ranges: dict):
+        self.loop, self.ranges = loop, ranges
+        self.lanes = loop.extent.value
+        self.ramp = E.Ramp(loop.min, E.const(1, loop.loop_var.dtype), self.lanes)
+        self.lets: dict = {}
+        self.guarded = False       # inside a lane-dependent condition: every access must be in bounds
+        self.accesses: dict[int, list] = {}
+        stored = _Stored()
+        stored.visit(loop.body)
+        self.stored = stored.buffers
+
+    def run(self) -> S.Stmt:
+        body = self.stmt(self.loop.body, None)
+        for key in self.stored:   # each lane must touch only its own elements of what is written
+            first, *rest = self.accesses.get(key, [None])
+            if any(not structural_equal(first, other) for other in rest):
+                raise NotVectorizable("a written buffer is accessed at different indices")
+        return body
+
+    # -- statements --------------------------------------------------------------------------
+    def stmt(self, s, mask):
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            raise NotVectorizable(f"{type(s).__name__} in the loop body")
+        return method(s, mask)
+
+    def stmt_SeqStmt(self, s, mask):
+        return S.seq(*(self.stmt(x, mask) for x in s.seq))
+
+    def stmt_BufferStore(self, s, mask):
+        index = self.index(s.buffer, s.indices)
+        if not (isinstance(index, E.Ramp) and is_const(index.stride) and index.stride.value != 0):
+            raise NotVectorizable(f"the store to {s.buffer.name} is not at distinct lanes")
+        value = self.broadcast(self.expr(s.value))
+        if mask is not None:
+            value = E.Select(mask, value, E.BufferLoad(s.buffer, (index,)))
+        return S.BufferStore(s.buffer, value, (index,))
+
+    def stmt_LetStmt(self, s, mask):
+        value = self.expr(s.value)
+        var = s.var
+        if dt.lanes(value.dtype) > 1:
+            var = E.Var(s.var.name, value.dtype)
+            self.lets[s.var] = var
+        return S.LetStmt(var, value, self.stmt(s.body, mask))
+
+    def stmt_IfThenElse(self, s, mask):
+        condition = self.expr(s.condition)
+        if dt.lanes(condition.dtype) == 1:
+            else_case = None if s.else_case is None else self.stmt(s.else_case, mask)
+            return S.IfThenElse(condition, self.stmt(s.then_case, mask), else_case)
+        if _reads(s.condition, self.stored):
+            raise NotVectorizable("a lane-dependent condition reads a buffer the loop writes")
+        outer, self.guarded = self.guarded, True
+        self.check_bounds(s.condition)
+        both = [self.stmt(s.then_case, condition if mask is None else E.And(mask, condition))]
+        if s.else_case is not None:
+            negated = E.Not(condition)
+            both.append(self.stmt(s.else_case, negated if mask is None else E.And(mask, negated)))
+        self.guarded = outer
+        return S.seq(*both)
+
+    def stmt_Evaluate(self, s, mask):
+        if dt.lanes(self.expr(s.value).dtype) > 1:
+            raise NotVectorizable("a lane-dependent T.evaluate")
+        return s
+
+    # -- expressions ---------------------------------------------------------------------------
+    def expr(self, e):
+        rule = _RULES.get(type(e))
+        if rule is None:
+            raise NotVectorizable(f"{type(e).__name__} in a vectorized loop")
+        return rule(self, e)
+
+    def broadcast(self, e):
+        return e if dt.lanes(e.dtype) == self.lanes else E.Broadcast(e, self.lanes)
+
+    def index(self, buffer, indices):
+        if len(indices) != 1:
+            raise NotVectorizable(f"buffer {buffer.name} is not flat")
+        self.accesses.setdefault(id(buffer), []).append(indices[0])
+        if self.guarded:
+            self.check_bounds(indices[0], buffer)
+        return self.expr(indices[0])
+
+    def check_bounds(self, e, buffer=None):
+        """Lanes whose condition is false are computed too: their loads must stay in bounds."""
+        if buffer is None:
+            for load in _loads(e):
+                self.check_bounds(load.indices[0], load.buffer)
+            return
+        size = buffer.shape[0]
+        lo, hi = int_bound(e, self.ranges)
+        if not is_const(size) or lo is None or hi is None or lo < 0 or hi >= size.value:
+            raise NotVectorizable(f"an access to {buffer.name} may leave the buffer on masked lanes")
+
+    def var(self, e):
+        if e is self.loop.loop_var:
+            return self.ramp
+        return self.lets.get(e, e)
+
+    def leaf(self, e):
+        return e
+
+    def binary(self, e):
+        a, b = self.expr(e.a), self.expr(e.b)
+        if dt.lanes(a.dtype) == 1 and dt.lanes(b.dtype) == 1:
+            return e if a is e.a and b is e.b else type(e)(a, b)
+        ramp = _ramp_arith(type(e), a, b)
+        return ramp if ramp is not None else type(e)(self.broadcast(a), self.broadcast(b))
+
+    def cast(self, e):
+        v = self.expr(e.value)
+        return E.Cast(dt.with_lanes(e.dtype, dt.lanes(v.dtype)), v)
+
+    def not_(self, e):
+        return E.Not(self.expr(e.a))
+
+    def select(self, e):
+        condition = self.expr(e.condition)
+        return self.choose(condition, e.true_value, e.false_value,
+                           lambda c, t, f: E.Select(c, t, f))
+
+    def choose(self, condition, true_value, false_value, build):
+        outer = self.guarded
+        if dt.lanes(condition.dtype) > 1:
+            self.guarded = True
+            self.check_bounds(true_value)
+            self.check_bounds(false_value)
+        t, f = self.expr(true_value), self.expr(false_value)
+        self.guarded = outer
+        if dt.lanes(condition.dtype) == 1 and dt.lanes(t.dtype) == 1 and dt.lanes(f.dtype) == 1:
+            return build(condition, t, f)
+        return build(condition, self.broadcast(t), self.broadcast(f))
+
+    def call(self, e):
+        if e.op == "if_then_else":
+            condition = self.expr(e.args[0])
+            return self.choose(condition, e.args[1], e.args[2],
+                               lambda c, t, f: E.Call(t.dtype, e.op, (c, t, f)))
+        args = [self.expr(a) for a in e.args]
+        if all(dt.lanes(a.dtype) == 1 for a in args):
+            return e.replace(args=tuple(args))
+        return E.Call(dt.with_lanes(e.dtype, self.lanes), e.op, tuple(self.broadcast(a) for a in args))
+
+    def load(self, e):
+        index = self.index(e.buffer, e.indices)
+        return E.BufferLoad(e.buffer, (index,))
+
+    def vector(self, e):
+        raise NotVectorizable("the body already holds vector expressions")
+
+
+def _ramp(base, stride, lanes):
+    return E.Ramp(base, stride.astype(base.dtype), lanes)
+
+
+def _ramp_arith(op, a, b):
+    """Ramp arithmetic that stays a Ramp: ramp +- scalar, ramp +- ramp, ramp * scalar."""
+    ra, rb = isinstance(a, E.Ramp), isinstance(b, E.Ramp)
+    la, lb = dt.lanes(a.dtype), dt.lanes(b.dtype)
+    if op is E.Add and (ra or rb) and (ra or la == 1) and (rb or lb == 1):
+        if ra and rb:
+            return _ramp(a.base + b.base, a.stride + b.stride, a.lanes)
+        ramp, other = (a, b) if ra else (b, a)
+        return _ramp(ramp.base + other, ramp.stride, ramp.lanes)
+    if op is E.Sub and ra and (rb or lb == 1):
+        return _ramp(a.base - b.base, a.stride - b.stride, a.lanes) if rb else _ramp(a.base - b, a.stride, a.lanes)
+    if op is E.Sub and rb and la == 1:
+        return _ramp(a - b.base, E.const(0, b.stride.dtype) - b.stride, b.lanes)
+    if op is E.Mul and (ra and lb == 1 or rb and la == 1):
+        ramp, other = (a, b) if ra else (b, a)
+        return _ramp(ramp.base * other, ramp.stride * other, ramp.lanes)
+    return None
+
+
+def _reads(e, buffers: set) -> bool:
+    return any(id(load.buffer) in buffers for load in _loads(e))
+
+
+def _loads(e) -> list:
+    found = []
+
+    class Collect(StmtExprVisitor):
+        def visit_BufferLoad(self, load):
+            found.append(load)
+            self.generic_visit(load)
+    Collect().visit(e)
+    return found
+
+
+_RULES = {
+    E.Var: _Vectorizer.var, E.SizeVar: _Vectorizer.var,
+    E.IntImm: _Vectorizer.leaf, E.FloatImm: _Vectorizer.leaf, E.StringImm: _Vectorizer.leaf,
+    E.Cast: _Vectorizer.cast, E.Not: _Vectorizer.not_, E.Select: _Vectorizer.select,
+    E.Call: _Vectorizer.call, E.BufferLoad: _Vectorizer.load,
+    E.Ramp: _Vectorizer.vector, E.Broadcast: _Vectorizer.vector,
+    **{op: _Vectorizer.binary for op in (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv, E.FloorMod,
+                                         E.Min, E.Max, E.EQ, E.NE, E.LT, E.LE, E.GT, E.GE, E.And, E.Or)},
+}
