@@ -21,9 +21,20 @@ def _build_interpreted(functions: dict, options: dict) -> Module:
     return Module({name: Program(func, name) for name, func in functions.items()}, "python")
 
 
+def _build_llvm(functions: dict, options: dict) -> Module:
+    """Lower every function, compile them into one native JIT module; calls are checked against
+    the functions as written (before lowering flattened their buffers)."""
+    from .runtime.llvm_runtime import build_llvm
+    from .tir.transform import lower
+    lowered = lower(IRModule(functions))
+    compiled = build_llvm({name: lowered[name] for name in functions}, options, signatures=functions)
+    return Module(compiled, "llvm")
+
+
 BACKENDS: dict[str, Callable[[dict, dict], Module]] = {
     "python": _build_interpreted,
     "numpy": _build_interpreted,
+    "llvm": _build_llvm,
 }
 
 

@@ -4,6 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import mlc_lab
 from mlc_lab import tir
 from mlc_lab.ir import assert_structural_equal
 from mlc_lab.script import tir as T
@@ -111,7 +112,13 @@ def test_random_schedules_keep_numerics_and_replay(name, data):
             assert sch.mod is before
             assert len(sch.trace.insts) == trace_length
     args = numerics.random_arguments(original)
-    for want, got in zip(numerics.run(original, args), numerics.run(sch.mod["main"], args)):
+    expected = numerics.run(original, args)
+    for want, got in zip(expected, numerics.run(sch.mod["main"], args)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    # The same schedule compiled to native code agrees with the interpreter.
+    compiled = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    mlc_lab.build(sch.mod, target="llvm")["main"](*compiled)
+    for want, got in zip(expected, compiled):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
     assert_structural_equal(replayed.mod, sch.mod)

@@ -171,6 +171,13 @@ class Module:
     def __contains__(self, name: str) -> bool:
         return name in self._functions
 
+    def get_source(self, fmt: str = "ll") -> str:
+        """The generated code ("ll": LLVM IR, "asm": assembly) of a compiled module."""
+        sources = [f for f in self._functions.values() if hasattr(f, "get_source")]
+        if not sources:
+            raise ValueError(f"a module built for target {self.target!r} has no generated source")
+        return sources[0].get_source(fmt)   # the functions of one build share one JIT module
+
     def __call__(self, *args):
         if len(self._functions) != 1:
             raise TypeError(f"this module holds {len(self._functions)} functions "

@@ -1,0 +1,213 @@
+"""Statement half of the LLVM code generator: loops, branches, let, allocation, loads and stores.
+
+Loads and stores take one index (buffers are flat after lowering). A Ramp index with stride 1
+becomes one vector load/store; any other vector index is a gather/scatter done lane by lane.
+With ``-bounds-check`` every (lane) index is compared with the buffer's size first.
+"""
+from __future__ import annotations
+
+import math
+
+import llvmlite.ir as ir
+
+from ..tir import dtype as dt
+from ..tir import expr as E
+from .llvm_expr import scalar_type, value_type
+
+STACK_LIMIT_BYTES = 64 * 1024   # larger (or symbolic) allocations go to the heap
+# Status codes returned by compiled functions.
+STATUS_OK, STATUS_OUT_OF_BOUNDS, STATUS_NO_MEMORY, STATUS_RUNTIME_ERROR = 0, 1, 2, 3
+
+
+class StmtEmitter:
+    """Mixin of FunctionEmitter: ``emit(stmt)`` emits ``stmt`` at the builder's position."""
+
+    def emit(self, s) -> None:
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            raise NotImplementedError(f"the llvm backend cannot compile {type(s).__name__} "
+                                      "statements; it takes lowered functions")
+        method(s)
+
+    def stmt_SeqStmt(self, s) -> None:
+        for stmt in s.seq:
+            self.emit(stmt)
+
+    def stmt_Evaluate(self, s) -> None:
+        """Expressions have no side effects in the lowered IR: nothing to emit."""
+
+    def stmt_LetStmt(self, s) -> None:
+        self.vars[s.var] = self.expr(s.value)
+        self.emit(s.body)
+        del self.vars[s.var]
+
+    def stmt_IfThenElse(self, s) -> None:
+        cond = self.expr(s.condition)
+        if s.else_case is None:
+            with self.builder.if_then(cond):
+                self.emit(s.then_case)
+            return
+        with self.builder.if_else(cond) as (then, otherwise):
+            with then:
+                self.emit(s.then_case)
+            with otherwise:
+                self.emit(s.else_case)
+
+    def stmt_For(self, loop) -> None:
+        if loop.kind == "parallel":
+            self.codegen.outline(self, loop)
+            return
+        start = self.expr(loop.min)
+        extent = self.cast(self.expr(loop.extent), loop.extent.dtype, loop.loop_var.dtype)
+        start = self.cast(start, loop.min.dtype, loop.loop_var.dtype)
+        metadata = None
+        if loop.kind in ("unrolled", "vectorized"):
+            metadata = self.codegen.loop_metadata(loop.kind)
+        self.emit_loop(loop.loop_var, start, extent, loop.body, metadata=metadata)
+
+    def emit_loop(self, var, start, extent, body, metadata=None, offset=None) -> None:
+        """``for k in [start, start + extent): var = k (+ offset); body``."""
+        b = self.builder
+        typ = value_type(var.dtype)
+        end = b.add(start, extent)
+        preheader = b.block
+        header = self.fn.append_basic_block(f"for_{var.name}")
+        body_block = self.fn.append_basic_block(f"for_{var.name}_body")
+        exit_block = self.fn.append_basic_block(f"for_{var.name}_end")
+        b.branch(header)
+        b.position_at_end(header)
+        k = b.phi(typ, name=var.name)
+        k.add_incoming(start, preheader)
+        b.cbranch(b.icmp_signed("<", k, end), body_block, exit_block)
+        b.position_at_end(body_block)
+        self.vars[var] = k if offset is None else b.add(offset, k)
+        self.emit(body)
+        del self.vars[var]
+        following = b.add(k, ir.Constant(typ, 1))
+        following.flags.append("nsw")
+        k.add_incoming(following, b.block)
+        back = b.branch(header)
+        if metadata is not None:
+            back.set_metadata("llvm.loop", metadata)
+        b.position_at_end(exit_block)
+
+    def stmt_Allocate(self, s) -> None:
+        buffer = s.buffer
+        elem = scalar_type(buffer.dtype, in_memory=True)
+        elem_bytes = max(1, dt.bits(buffer.dtype) // 8)
+        dims = [d.value if isinstance(d, E.IntImm) else None for d in buffer.shape]
+        if None not in dims and math.prod(dims) * elem_bytes <= STACK_LIMIT_BYTES:
+            self.buffers[buffer] = self.entry_alloca(ir.ArrayType(elem, max(1, math.prod(dims))),
+                                                     buffer.name)
+            self.codegen.buffer_id(buffer)
+            self.emit(s.body)
+            del self.buffers[buffer]
+            return
+        b, i64 = self.builder, ir.IntType(64)
+        size = b.mul(self.buffer_size(buffer), ir.Constant(i64, elem_bytes))
+        pointer = b.call(self.codegen.extern("malloc", ir.PointerType(), [i64]), [size],
+                         name=buffer.name)
+        with b.if_then(b.icmp_unsigned("==", pointer, ir.Constant(ir.PointerType(), None)),
+                       likely=False):
+            self.fail(STATUS_NO_MEMORY)
+        self.codegen.buffer_id(buffer)
+        self.buffers[buffer] = pointer
+        self.heap.append(pointer)
+        self.emit(s.body)
+        self.heap.pop()
+        del self.buffers[buffer]
+        b.call(self.codegen.extern("free", ir.VoidType(), [ir.PointerType()]), [pointer])
+
+    def buffer_size(self, buffer):
+        """Number of elements of ``buffer``, as an i64 value."""
+        size = ir.Constant(ir.IntType(64), 1)
+        for dim in buffer.shape:
+            size = self.builder.mul(size, self.cast(self.expr(dim), dim.dtype, "int64"))
+        return size
+
+    # -- memory --------------------------------------------------------------------------------
+    def stmt_BufferStore(self, s) -> None:
+        value = self.expr(s.value)
+        if dt.is_bool(s.buffer.dtype):
+            value = self.builder.zext(value, value_type(s.value.dtype, in_memory=True))
+        index = self._index(s.buffer, s.indices)
+        b, base = self.builder, self.lookup_buffer(s.buffer)
+        elem = scalar_type(s.buffer.dtype, in_memory=True)
+        if _contiguous(index):
+            start = self._checked(s.buffer, index)
+            b.store(value, b.gep(base, [start], source_etype=elem), align=_align(s.buffer.dtype))
+            return
+        lanes = self._checked(s.buffer, index)
+        if not isinstance(lanes, list):
+            b.store(value, b.gep(base, [lanes], source_etype=elem))
+            return
+        for lane, position in enumerate(lanes):
+            lane_value = b.extract_element(value, ir.Constant(ir.IntType(32), lane))
+            b.store(lane_value, b.gep(base, [position], source_etype=elem))
+
+    def load(self, buffer, indices, dtype):
+        index = self._index(buffer, indices)
+        b, base = self.builder, self.lookup_buffer(buffer)
+        elem = scalar_type(buffer.dtype, in_memory=True)
+        typ = value_type(dtype, in_memory=True)
+        if _contiguous(index):
+            start = self._checked(buffer, index)
+            value = b.load(b.gep(base, [start], source_etype=elem), typ=typ, align=_align(buffer.dtype))
+        else:
+            lanes = self._checked(buffer, index)
+            if not isinstance(lanes, list):
+                value = b.load(b.gep(base, [lanes], source_etype=elem), typ=typ)
+            else:
+                value = ir.Constant(typ, ir.Undefined)
+                for lane, position in enumerate(lanes):
+                    item = b.load(b.gep(base, [position], source_etype=elem), typ=elem)
+                    value = b.insert_element(value, item, ir.Constant(ir.IntType(32), lane))
+        if dt.is_bool(buffer.dtype):
+            value = b.icmp_unsigned("!=", value, ir.Constant(typ, None))
+        return value
+
+    def _index(self, buffer, indices):
+        if len(indices) != 1:
+            raise ValueError(f"function {self.name}: buffer {buffer.name} is indexed with "
+                             f"{len(indices)} indices; the llvm backend takes lowered functions "
+                             "with flat buffers (one index)")
+        return indices[0]
+
+    def _checked(self, buffer, index):
+        """The address index (a Ramp: its start; a vector: a list, one per lane), after bounds
+        checks when they are on."""
+        if _contiguous(index):
+            start = self.expr(index.base)
+            if self.options["bounds-check"]:
+                self._check(buffer, start, index.base.dtype)
+                last = self.builder.add(start, ir.Constant(start.type, index.lanes - 1))
+                self._check(buffer, last, index.base.dtype)
+            return start
+        value = self.expr(index)
+        if dt.lanes(index.dtype) == 1:
+            if self.options["bounds-check"]:
+                self._check(buffer, value, index.dtype)
+            return value
+        lanes = [self.builder.extract_element(value, ir.Constant(ir.IntType(32), lane))
+                 for lane in range(dt.lanes(index.dtype))]
+        if self.options["bounds-check"]:
+            for lane in lanes:
+                self._check(buffer, lane, dt.element_of(index.dtype))
+        return lanes
+
+    def _check(self, buffer, position, dtype) -> None:
+        b, i64 = self.builder, ir.IntType(64)
+        wide = self.cast(position, dtype, "int64")
+        outside = b.icmp_unsigned(">=", wide, self.buffer_size(buffer))   # negatives wrap high
+        with b.if_then(outside, likely=False):
+            report = self.codegen.extern("mlc_bounds_error", ir.VoidType(), [ir.IntType(32), i64])
+            b.call(report, [ir.Constant(ir.IntType(32), self.codegen.buffer_id(buffer)), wide])
+            self.fail(STATUS_OUT_OF_BOUNDS)
+
+
+def _contiguous(index) -> bool:
+    return isinstance(index, E.Ramp) and isinstance(index.stride, E.IntImm) and index.stride.value == 1
+
+
+def _align(dtype: str) -> int:
+    return max(1, dt.bits(dtype) // 8)

@@ -1,0 +1,283 @@
+"""Running the llvm target: JIT-compile rendered LLVM IR (llvmlite MCJIT), run parallel loops on a
+thread pool, and call compiled functions on numpy arrays.
+
+    fns = build_llvm({"add": lowered_add}, {"num-cores": 2})
+    fns["add"](a, b, c)                      # numpy arrays / NDArrays and scalars, in param order
+    print(fns["add"].get_source("asm"))
+
+Compiled functions are called through ctypes, which releases the GIL for the call. A parallel
+loop calls ``mlc_parallel_for`` (a ctypes callback registered with the JIT): it splits the
+iterations into one chunk per core and runs the chunks on a persistent pool whose workers call
+the loop body through ctypes too, so the chunks run on real cores at the same time. The calling
+convention itself is documented in ``mlc_lab.codegen.llvm``.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import llvmlite.binding as llvm
+import numpy as np
+
+from ..codegen.llvm import (STATUS_NO_MEMORY, STATUS_OK, STATUS_OUT_OF_BOUNDS, STATUS_RUNTIME_ERROR,
+                            check_options, render_module)
+from ..tir import expr as E
+from ..tir.buffer import Buffer
+from .interpreter_expr import Evaluator
+from .module import bind_arguments
+from .ndarray import NDArray
+
+_BODY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
+_PARALLEL_FOR = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)
+_BOUNDS_ERROR = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int64)
+_CTYPES = {"bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16,
+           "int32": ctypes.c_int32, "int64": ctypes.c_int64, "uint8": ctypes.c_uint8,
+           "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
+           "float32": ctypes.c_float, "float64": ctypes.c_double}
+
+# Per thread: the core count of the compiled call running on it, and the last error reported.
+_state = threading.local()
+_pools: dict[int, ThreadPoolExecutor] = {}
+_lock = threading.Lock()
+_chunk_hook = None
+_setup_done = False
+
+
+def set_chunk_hook(hook) -> None:
+    """Debugging aid: call ``hook(begin, end)`` on the worker thread before each chunk of a
+    parallel loop runs (None turns it off). An exception from the hook fails the call."""
+    global _chunk_hook
+    _chunk_hook = hook
+
+
+def thread_pool(num_cores: int) -> ThreadPoolExecutor:
+    """The persistent pool that runs parallel loops of functions built with ``-num-cores``."""
+    with _lock:
+        if num_cores not in _pools:
+            _pools[num_cores] = ThreadPoolExecutor(num_cores, thread_name_prefix=f"mlc_lab-cpu{num_cores}")
+        return _pools[num_cores]
+
+
+def _split(extent: int, parts: int) -> list[tuple[int, int]]:
+    parts = max(1, min(parts, extent))
+    bounds = [extent * k // parts for k in range(parts + 1)]
+    return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
+
+
+def _run_chunk(body, begin: int, end: int, closure: int):
+    _state.error = None
+    if _chunk_hook is not None:
+        _chunk_hook(begin, end)
+    status = body(begin, end, closure)
+    return status, getattr(_state, "error", None)
+
+
+def _parallel_for(body_address: int, extent: int, closure: int) -> int:
+    try:
+        if extent <= 0:
+            return STATUS_OK
+        body = _BODY(body_address)
+        pool = thread_pool(getattr(_state, "num_cores", 1))
+        futures = [pool.submit(_run_chunk, body, lo, hi, closure)
+                   for lo, hi in _split(extent, getattr(_state, "num_cores", 1))]
+        status = STATUS_OK
+        for future in futures:   # wait for every chunk: none may outlive the closure
+            chunk_status, error = future.result()
+            if chunk_status != STATUS_OK and status == STATUS_OK:
+                status, _state.error = chunk_status, error
+        return status
+    except BaseException as exc:  # an exception must not cross into compiled code
+        _state.error = exc
+        return STATUS_RUNTIME_ERROR
+
+
+def _bounds_error(buffer_id: int, index: int) -> None:
+    _state.error = (buffer_id, index)
+
+
+# Module-level so the callbacks live as long as the process (the JIT holds their addresses).
+_CALLBACKS = {"mlc_parallel_for": _PARALLEL_FOR(_parallel_for),
+              "mlc_bounds_error": _BOUNDS_ERROR(_bounds_error)}
+
+
+def _setup() -> None:
+    global _setup_done
+    with _lock:
+        if _setup_done:
+            return
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        for name, callback in _CALLBACKS.items():
+            llvm.add_symbol(name, ctypes.cast(callback, ctypes.c_void_p).value)
+        _setup_done = True
+
+
+def host_target_machine():
+    _setup()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                        features=llvm.get_host_cpu_features().flatten(), opt=3)
+
+
+class JITModule:
+    """LLVM IR text compiled for the host: parsed, verified, optimised at -O3, loaded by MCJIT."""
+
+    def __init__(self, ir_text: str):
+        _setup()
+        self.rendered_ir = ir_text
+        module = llvm.parse_assembly(ir_text)
+        module.verify()
+        machine = host_target_machine()
+        module.triple = llvm.get_process_triple()
+        module.data_layout = str(machine.target_data)
+        tuning = llvm.create_pipeline_tuning_options(speed_level=3)
+        tuning.loop_vectorization = True
+        tuning.slp_vectorization = True
+        passes = llvm.create_pass_builder(machine, tuning)
+        passes.getModulePassManager().run(module, passes)
+        self.optimized_ir = str(module)
+        self.engine = llvm.create_mcjit_compiler(module, machine)   # the engine owns `machine`
+        self.engine.finalize_object()
+        self._asm = None
+
+    def address(self, name: str) -> int:
+        return self.engine.get_function_address(name)
+
+    def assembly(self) -> str:
+        if self._asm is None:
+            self._asm = host_target_machine().emit_assembly(llvm.parse_assembly(self.optimized_ir))
+        return self._asm
+
+
+class LLVMFunction:
+    """A compiled function: call it with numpy arrays (or NDArrays) and scalars in parameter
+    order. ``signature`` (the function before lowering, optional) gives argument errors in the
+    shapes the user wrote; arrays are passed flat, as the lowered function sees them."""
+
+    def __init__(self, jit: JITModule, abi, func, num_cores: int, signature=None):
+        self.jit, self.abi, self.func, self.name = jit, abi, func, abi.name
+        self.num_cores, self.signature = num_cores, signature
+        argtypes = []
+        for param in func.params:
+            if isinstance(param, Buffer):
+                argtypes.append(ctypes.c_void_p)
+            elif param.dtype in _CTYPES:
+                argtypes.append(_CTYPES[param.dtype])
+            else:
+                raise TypeError(f"{self.name}: scalar parameter {param.name} has dtype {param.dtype}, "
+                                "which compiled functions cannot take yet")
+        argtypes += [ctypes.c_int64] * len(abi.shape_vars)
+        self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(jit.address(self.name))
+
+    def get_source(self, fmt: str = "ll") -> str:
+        """"ll": the optimised LLVM IR; "asm": host assembly; "rendered": the IR before -O3."""
+        sources = {"ll": lambda: self.jit.optimized_ir, "asm": self.jit.assembly,
+                   "rendered": lambda: self.jit.rendered_ir}
+        if fmt not in sources:
+            raise ValueError(f"get_source: unknown format {fmt!r}; use one of {', '.join(sources)}")
+        return sources[fmt]()
+
+    def __call__(self, *args) -> None:
+        if self.signature is not None:
+            bind_arguments(self.signature, self.name, args)
+        originals, flat_args, write_back = [], [], []
+        for param, arg in zip(self.func.params, args):
+            if isinstance(param, Buffer) and isinstance(arg, (np.ndarray, NDArray)):
+                array = arg.numpy_view() if isinstance(arg, NDArray) else arg
+                originals.append(array)
+                if not array.flags.c_contiguous:
+                    contiguous = np.ascontiguousarray(array)
+                    write_back.append((array, contiguous))
+                    array = contiguous
+                flat_args.append(array.reshape(-1))
+            else:
+                originals.append(arg)
+                flat_args.append(arg)
+        values, env = bind_arguments(self.func, self.name, flat_args)
+        shape_values = self._shape_values(values, env)
+        c_args = [v.ctypes.data if isinstance(p, Buffer) else v
+                  for p, v in zip(self.func.params, values)] + shape_values
+        _state.num_cores, _state.error = self.num_cores, None
+        status = self._cfunc(*c_args)
+        for original, contiguous in write_back:
+            if original.flags.writeable:
+                np.copyto(original, contiguous)
+        if status != STATUS_OK:
+            raise self._error(status, originals, env)
+
+    def _shape_values(self, values, env) -> list:
+        """Values of the trailing shape-variable arguments, from the bound arguments or solved
+        from the flat sizes (dimension ``v`` or ``v * c``)."""
+        known = {var: int(env[var]) for var in self.abi.shape_vars if var in env}
+        buffers = [(p, v) for p, v in zip(self.func.params, values) if isinstance(p, Buffer)]
+        for param, array in buffers:
+            var, scale = _linear(param.shape[0])
+            if var is not None and var not in known and scale and array.size % scale == 0:
+                known[var] = array.size // scale
+        missing = [v.name for v in self.abi.shape_vars if v not in known]
+        if missing:
+            raise ValueError(f"{self.name}(): cannot tell the value of {', '.join(missing)} from "
+                             "the array sizes; pass it as a scalar parameter")
+        env = {**env, **{v: np.int64(x) for v, x in known.items()}}
+        for param, array in buffers:
+            expected = int(Evaluator(env, {}).eval(param.shape[0]))
+            if expected != array.size:
+                raise ValueError(f"{self.name}(): parameter {param.name} should hold {expected} "
+                                 f"elements but its array holds {array.size}")
+        return [known[v] for v in self.abi.shape_vars]
+
+    def _error(self, status: int, originals: list, env: dict) -> Exception:
+        error = getattr(_state, "error", None)
+        if status == STATUS_OUT_OF_BOUNDS and isinstance(error, tuple):
+            buffer_id, index = error
+            info = self.abi.buffers[buffer_id]
+            shape = _shape_text(info.shape, env)
+            if info.param is not None:
+                array = originals[info.param]
+                if isinstance(array, np.ndarray) and array.ndim != 1:
+                    shape += f" (the flattened {array.shape} array)"
+            return IndexError(f"buffer {info.name}: index {index} is out of bounds for shape "
+                              f"{shape} in {self.name}()")
+        if status == STATUS_NO_MEMORY:
+            return MemoryError(f"{self.name}(): an intermediate buffer could not be allocated")
+        if isinstance(error, BaseException):
+            return RuntimeError(f"{self.name}(): a parallel loop failed: {error!r}")
+        return RuntimeError(f"{self.name}() failed with status {status}")
+
+    def __repr__(self) -> str:
+        return f"<mlc_lab llvm function {self.name}, {self.num_cores} core(s)>"
+
+
+def _linear(dim):
+    """``(var, scale)`` when ``dim`` is ``var`` or ``var * constant``; else ``(None, 0)``."""
+    if isinstance(dim, E.Var):
+        return dim, 1
+    if isinstance(dim, E.Mul):
+        for a, b in ((dim.a, dim.b), (dim.b, dim.a)):
+            if isinstance(a, E.Var) and isinstance(b, E.IntImm):
+                return a, b.value
+    return None, 0
+
+
+def _shape_text(shape: tuple, env: dict) -> str:
+    dims = []
+    for dim in shape:
+        try:
+            dims.append(str(int(Evaluator(env, {}).eval(dim))))
+        except RuntimeError:
+            dims.append(str(dim))
+    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
+
+def build_llvm(functions: dict, options: dict | None = None, signatures: dict | None = None) -> dict:
+    """Compile lowered PrimFuncs ``{name: func}`` into one JIT module; returns
+    ``{name: LLVMFunction}``. ``options`` are the target's (``num-cores``, ``fast-math``,
+    ``bounds-check``); ``signatures`` optionally maps names to the functions before lowering,
+    whose parameters are used to check arguments."""
+    options = check_options(dict(options or {}))
+    text, abis = render_module(functions, options)
+    jit = JITModule(text)
+    signatures = signatures or {}
+    return {name: LLVMFunction(jit, abis[name], func, options["num-cores"], signatures.get(name))
+            for name, func in functions.items()}

@@ -1,0 +1,490 @@
+"""The llvm backend on hand-written lowered functions: every result is compared with numpy and
+with the reference interpreter."""
+import math
+import re
+import threading
+
+import numpy as np
+import pytest
+
+import mlc_lab
+
+from mlc_lab.codegen import CodegenError, render
+from mlc_lab.runtime import interpreter
+from mlc_lab.runtime import llvm_runtime
+from mlc_lab.runtime.llvm_runtime import build_llvm
+from mlc_lab.script import tir as T
+
+RNG = np.random.default_rng(0)
+
+
+def compile_one(func, **options):
+    (compiled,) = build_llvm({"main": func}, options).values()
+    return compiled
+
+
+def run_both(func, arrays, **options):
+    """Run ``func`` compiled and in the interpreter on copies of ``arrays``; return both results
+    (the compiled ones first) after checking they agree."""
+    compiled_arrays = [a.copy() if isinstance(a, np.ndarray) else a for a in arrays]
+    interpreted = [a.copy() if isinstance(a, np.ndarray) else a for a in arrays]
+    compile_one(func, **options)(*compiled_arrays)
+    interpreter.run(func, interpreted)
+    for got, want in zip(compiled_arrays, interpreted):
+        if isinstance(got, np.ndarray):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    return compiled_arrays
+
+
+def rand(n, dtype="float32"):
+    return RNG.standard_normal(n).astype(dtype)
+
+
+# -- basics ----------------------------------------------------------------------------------------
+@T.prim_func
+def vector_add(A: T.Buffer((1000,), "float32"), B: T.Buffer((1000,), "float32"),
+               C: T.Buffer((1000,), "float32")):
+    T.func_attr({"global_symbol": "vector_add", "tir.noalias": True})
+    for i in range(1000):
+        C[i] = A[i] + B[i]
+
+
+def test_vector_add():
+    a, b, c = rand(1000), rand(1000), np.zeros(1000, "float32")
+    _, _, c = run_both(vector_add, [a, b, c])
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
+
+
+def test_render_is_llvm_ir_with_noalias_and_status():
+    text = render(vector_add)
+    assert 'define i32 @"vector_add"(ptr noalias %"A"' in text
+    assert "fadd fast" not in text
+    assert "fadd fast" in render(vector_add, options={"fast-math": True})
+
+
+@T.prim_func
+def symbolic_scale(a: T.handle, b: T.handle, s: T.float32):
+    n = T.int64()
+    A = T.match_buffer(a, (n * 4,), "float32")
+    B = T.match_buffer(b, (n * 4,), "float32")
+    for i in range(n * 4):
+        B[i] = A[i] * s
+
+
+@T.prim_func
+def symbolic_copy(a: T.handle, b: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    for i in range(n):
+        B[i] = A[i] + T.float32(1)
+
+
+def test_symbolic_shape_becomes_trailing_int64_argument():
+    compiled = compile_one(symbolic_scale)
+    assert [v.name for v in compiled.abi.shape_vars] == ["n"]
+    assert re.search(r'define i32 @"main"\(ptr %"A", ptr %"B", float %"s", i64 %"n"\)',
+                     compiled.get_source("rendered"))
+    a, b = rand(36), np.zeros(36, "float32")
+    compiled(a, b, 2.5)   # the interpreter cannot bind n from a size of n * 4: numpy only
+    np.testing.assert_allclose(b, a * 2.5, rtol=1e-6)
+    _, b = run_both(symbolic_copy, [a, np.zeros(36, "float32")])
+    np.testing.assert_allclose(b, a + 1, rtol=1e-6)
+    with pytest.raises(ValueError, match="B should hold 36 elements but its array holds 40"):
+        compiled(a, np.zeros(40, "float32"), 1.0)
+
+
+def test_arguments_are_checked_and_non_contiguous_arrays_written_back():
+    compiled = compile_one(vector_add)
+    with pytest.raises(TypeError, match="expects dtype float32 but got float64"):
+        compiled(np.zeros(1000), np.zeros(1000, "float32"), np.zeros(1000, "float32"))
+    with pytest.raises(TypeError, match="takes 3 argument"):
+        compiled(np.zeros(1000, "float32"))
+    a, b = rand(2000)[::2], rand(1000)
+    c = np.zeros(2000, "float32")[::2]
+    compiled(a, b, c)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
+
+
+@T.prim_func
+def matmul(A: T.Buffer((64 * 32,), "float32"), B: T.Buffer((32 * 48,), "float32"),
+           C: T.Buffer((64 * 48,), "float32")):
+    T.func_attr({"global_symbol": "matmul", "tir.noalias": True})
+    for i, j in T.grid(64, 48):
+        C[i * 48 + j] = T.float32(0)
+        for k in range(32):
+            C[i * 48 + j] = C[i * 48 + j] + A[i * 32 + k] * B[k * 48 + j]
+
+
+def test_matmul_with_reduction_loop():
+    a, b = rand(64 * 32), rand(32 * 48)
+    _, _, c = run_both(matmul, [a, b, np.zeros(64 * 48, "float32")])
+    np.testing.assert_allclose(c.reshape(64, 48), a.reshape(64, 32) @ b.reshape(32, 48),
+                               rtol=1e-4, atol=1e-5)
+
+
+# -- allocation ------------------------------------------------------------------------------------
+@T.prim_func
+def two_temporaries(A: T.Buffer((32768,), "float32"), B: T.Buffer((32768,), "float32")):
+    small = T.allocate((16,), "float32", "local")
+    large = T.allocate((32768,), "float32", "global")
+    for i in range(32768):
+        large[i] = A[i] * T.float32(2)
+    for o in range(2048):
+        for k in range(16):
+            small[k] = large[o * 16 + k] + T.float32(1)
+        for k in range(16):
+            B[o * 16 + k] = small[15 - k]
+
+
+def test_allocate_small_on_stack_large_on_heap():
+    text = render(two_temporaries)
+    entry = text.split("start:")[0]
+    assert 'alloca [16 x float], align 64' in entry       # hoisted to the entry block
+    assert re.search(r'call ptr @"malloc"\(i64 %', text) and 'call void @"free"' in text
+    a = rand(32768)
+    _, b = run_both(two_temporaries, [a, np.zeros(32768, "float32")])
+    np.testing.assert_allclose(b, (a * 2 + 1).reshape(-1, 16)[:, ::-1].reshape(-1), rtol=1e-6)
+
+
+# -- control flow ----------------------------------------------------------------------------------
+@T.prim_func
+def control(A: T.Buffer((100,), "float32"), B: T.Buffer((100,), "float32"),
+            C: T.Buffer((100,), "int32")):
+    for i in range(100):
+        x: T.float32 = A[i] * T.float32(3)
+        if x > T.float32(0):
+            B[i] = x
+        else:
+            B[i] = T.Select(i % 2 == 0, T.float32(-1), x * x)
+        C[i] = T.if_then_else(i < 50, i * 2, 0 - i)
+
+
+def test_if_select_let():
+    a = rand(100)
+    _, b, c = run_both(control, [a, np.zeros(100, "float32"), np.zeros(100, "int32")])
+    x = a * 3
+    idx = np.arange(100)
+    np.testing.assert_allclose(b, np.where(x > 0, x, np.where(idx % 2 == 0, -1, x * x)), rtol=1e-6)
+    np.testing.assert_array_equal(c, np.where(idx < 50, idx * 2, -idx))
+
+
+@T.prim_func
+def padded_copy(A: T.Buffer((64,), "float32"), B: T.Buffer((66,), "float32")):
+    for i in range(66):
+        B[i] = T.if_then_else(1 <= i and i < 65, A[i - 1], T.float32(0))
+
+
+def test_if_then_else_with_loads_branches_so_the_guard_protects_the_load():
+    assert "phi" in render(padded_copy)
+    a = rand(64)
+    _, b = run_both(padded_copy, [a, np.zeros(66, "float32")], **{"bounds-check": True})
+    np.testing.assert_array_equal(b, np.pad(a, 1))
+
+
+# -- integer semantics and casts -------------------------------------------------------------------
+@T.prim_func
+def int_division(A: T.Buffer((64,), "int32"), B: T.Buffer((64,), "int32"), D: T.Buffer((64,), "int32"),
+                 M: T.Buffer((64,), "int32"), FD: T.Buffer((64,), "int32"), FM: T.Buffer((64,), "int32"),
+                 K: T.Buffer((64,), "int32")):
+    for i in range(64):
+        D[i] = T.truncdiv(A[i], B[i])
+        M[i] = T.truncmod(A[i], B[i])
+        FD[i] = T.floordiv(A[i], B[i])
+        FM[i] = T.floormod(A[i], B[i])
+        K[i] = T.floordiv(A[i], -3) * 100 + T.floormod(A[i], 4)
+
+
+def test_integer_division_semantics_with_negative_operands():
+    a = RNG.integers(-50, 50, 64).astype("int32")
+    b = RNG.integers(1, 9, 64).astype("int32") * RNG.choice([-1, 1], 64).astype("int32")
+    outs = [np.zeros(64, "int32") for _ in range(5)]
+    _, _, d, m, fd, fm, k = run_both(int_division, [a, b, *outs])
+    trunc = [int(x / y) if True else 0 for x, y in zip(a.tolist(), b.tolist())]
+    np.testing.assert_array_equal(d, trunc)
+    np.testing.assert_array_equal(m, np.fmod(a, b))
+    np.testing.assert_array_equal(fd, a // b)
+    np.testing.assert_array_equal(fm, a % b)
+    np.testing.assert_array_equal(k, (a // -3) * 100 + a % 4)
+
+
+def test_integer_division_by_zero_gives_zero_instead_of_a_crash():
+    a = np.array([7, -7, np.iinfo("int32").min] + [1] * 61, "int32")
+    b = np.array([0, 0, -1] + [1] * 61, "int32")
+    outs = [np.zeros(64, "int32") for _ in range(5)]
+    compile_one(int_division)(a, b, *outs)
+    d, m, fd, fm, _ = outs
+    assert d[:3].tolist() == [0, 0, np.iinfo("int32").min] and m[:3].tolist() == [0, 0, 0]
+    assert fd[:2].tolist() == [0, 0] and fm[:2].tolist() == [0, 0]
+
+
+@T.prim_func
+def casts(F: T.Buffer((16,), "float32"), I: T.Buffer((16,), "int32"), U: T.Buffer((16,), "uint8"),
+          OI: T.Buffer((16,), "int32"), OF: T.Buffer((16,), "float64"), O8: T.Buffer((16,), "int8"),
+          OU: T.Buffer((16,), "int32"), OB: T.Buffer((16,), "bool"), O64: T.Buffer((16,), "int64")):
+    for i in range(16):
+        OI[i] = T.Cast("int32", F[i])
+        OF[i] = T.Cast("float64", I[i]) + T.Cast("float64", F[i])
+        O8[i] = T.Cast("int8", I[i])
+        OU[i] = T.Cast("int32", U[i])
+        OB[i] = T.Cast("bool", I[i])
+        O64[i] = T.Cast("int64", T.Cast("int8", I[i])) * T.int64(1099511627776)
+
+
+def test_casts():
+    f = np.linspace(-3.7, 3.7, 16).astype("float32")
+    i = np.array([0, 1, -1, 127, 128, 255, 256, -129, 300, -300, 7, 0, 5, -5, 1000, -1000], "int32")
+    u = np.arange(240, 256).astype("uint8")
+    outs = [np.zeros(16, t) for t in ("int32", "float64", "int8", "int32", "bool", "int64")]
+    _, _, _, oi, of, o8, ou, ob, o64 = run_both(casts, [f, i, u, *outs])
+    np.testing.assert_array_equal(oi, f.astype("int32"))
+    np.testing.assert_allclose(of, i + f.astype("float64"))
+    np.testing.assert_array_equal(o8, i.astype("int8"))
+    np.testing.assert_array_equal(ou, u.astype("int32"))
+    np.testing.assert_array_equal(ob, i != 0)
+    np.testing.assert_array_equal(o64, i.astype("int8").astype("int64") * (1 << 40))
+
+
+# -- intrinsics ------------------------------------------------------------------------------------
+_ERF = np.vectorize(math.erf, otypes=["float64"])
+UNARY = {
+    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
+    "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "fabs": np.fabs, "abs": np.abs,
+    "floor": np.floor, "ceil": np.ceil, "round": np.rint, "sin": np.sin, "cos": np.cos, "erf": _ERF,
+}
+
+
+def _unary_func(name, lanes):
+    intrinsic = getattr(T, name)
+
+    @T.prim_func
+    def scalar(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        for i in range(64):
+            B[i] = intrinsic(A[i])
+
+    @T.prim_func
+    def vector(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        for i in range(8):
+            B[T.Ramp(i * 8, 1, 8)] = intrinsic(A[T.Ramp(i * 8, 1, 8)])
+    return scalar if lanes == 1 else vector
+
+
+@pytest.mark.parametrize("lanes", [1, 8])
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_intrinsic_matches_numpy(name, lanes):
+    positive = name in ("log", "sqrt", "rsqrt")
+    a = (RNG.uniform(0.1, 4, 64) if positive else RNG.uniform(-4, 4, 64)).astype("float32")
+    a[:4] = [0.5, 1.5, -2.5, 2.5] if not positive else a[:4]   # round: half to even
+    _, b = run_both(_unary_func(name, lanes), [a, np.zeros(64, "float32")])
+    np.testing.assert_allclose(b, UNARY[name](a.astype("float64")), rtol=1e-5, atol=1e-6)
+
+
+@T.prim_func
+def power(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    for i in range(64):
+        C[i] = T.pow(A[i], B[i])
+
+
+def test_pow():
+    a, b = RNG.uniform(0.1, 3, 64).astype("float32"), RNG.uniform(-2, 2, 64).astype("float32")
+    _, _, c = run_both(power, [a, b, np.zeros(64, "float32")])
+    np.testing.assert_allclose(c, np.power(a.astype("float64"), b), rtol=1e-5)
+
+
+# -- vectors -----------------------------------------------------------------------------------------
+@T.prim_func
+def vector_code(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32"),
+                G: T.Buffer((256,), "float32"), S: T.Buffer((256,), "float32"),
+                I: T.Buffer((8,), "int32"), s: T.float32):
+    for i in range(32):
+        B[T.Ramp(i * 8, 1, 8)] = A[T.Ramp(i * 8, 1, 8)] * T.Broadcast(s, 8) + T.Broadcast(T.float32(1), 8)
+        G[T.Ramp(i * 8, 1, 8)] = A[T.Ramp(i, 32, 8)]                     # strided gather
+        S[T.Ramp(i, 32, 8)] = A[T.Ramp(i * 8, 1, 8)]                     # strided scatter
+    for i in range(8):
+        B[T.Ramp(i * 8, 1, 8)] = B[T.Ramp(i * 8, 1, 8)] + A[I[T.Ramp(0, 1, 8)] + T.Broadcast(i, 8)]
+
+
+def test_ramp_broadcast_gather_scatter():
+    text = render(vector_code)
+    assert "load <8 x float>" in text and "shufflevector" in text
+    a = rand(256)
+    idx = RNG.integers(0, 200, 8).astype("int32")
+    outs = [np.zeros(256, "float32") for _ in range(3)]
+    _, b, g, s, _, _ = run_both(vector_code, [a, *outs, idx, 0.5])
+    expected_b = a * 0.5 + 1
+    for i in range(8):
+        expected_b[i * 8:i * 8 + 8] += a[idx + i]
+    np.testing.assert_allclose(b, expected_b, rtol=1e-6)
+    np.testing.assert_array_equal(g, a.reshape(8, 32).T.reshape(-1))
+    np.testing.assert_array_equal(s, a.reshape(32, 8).T.reshape(-1))
+
+
+@T.prim_func
+def vectorized_saxpy(X: T.Buffer((4096,), "float32"), Y: T.Buffer((4096,), "float32"), a: T.float32):
+    T.func_attr({"tir.noalias": True})
+    for o in range(512):
+        for v in T.vectorized(8):
+            Y[o * 8 + v] = a * X[o * 8 + v] + Y[o * 8 + v]
+
+
+def test_vectorized_loop_uses_vector_registers():
+    compiled = compile_one(vectorized_saxpy)
+    assert "llvm.loop.vectorize.enable" in compiled.get_source("rendered")
+    assert re.search(r"%[yz]mm\d+", compiled.get_source("asm"))
+    x, y = rand(4096), rand(4096)
+    _, y2, _ = run_both(vectorized_saxpy, [x, y, 3.0])
+    np.testing.assert_allclose(y2, 3 * x + y, rtol=1e-6)
+
+
+@T.prim_func
+def unrolled(A: T.Buffer((64,), "float32"), B: T.Buffer((16,), "float32")):
+    for i in range(16):
+        B[i] = T.float32(0)
+        for k in T.unroll(4):
+            B[i] = B[i] + A[i * 4 + k] * T.float32(k + 1)
+
+
+def test_unrolled_loop():
+    assert "llvm.loop.unroll.full" in render(unrolled)
+    a = rand(64)
+    _, b = run_both(unrolled, [a, np.zeros(16, "float32")])
+    np.testing.assert_allclose(b, a.reshape(16, 4) @ np.arange(1, 5, dtype="float32"), rtol=1e-5)
+
+
+# -- parallel loops ----------------------------------------------------------------------------------
+@T.prim_func
+def parallel_rows(A: T.Buffer((100 * 64,), "float32"), B: T.Buffer((100,), "float32"), n: T.int32):
+    T.func_attr({"tir.noalias": True})
+    for i in T.parallel(100):
+        acc = T.allocate((1,), "float32", "local")
+        acc[0] = T.float32(0)
+        for k in range(n):
+            acc[0] = acc[0] + A[i * 64 + k]
+        B[i] = acc[0]
+
+
+def test_parallel_loop_results():
+    text = render(parallel_rows)
+    assert 'call i32 @"mlc_parallel_for"' in text and "define internal i32" in text
+    a = rand(6400)
+    _, b, _ = run_both(parallel_rows, [a, np.zeros(100, "float32"), 64], **{"num-cores": 2})
+    np.testing.assert_allclose(b, a.reshape(100, 64).sum(1), rtol=1e-4, atol=1e-5)
+
+
+def test_parallel_chunks_run_on_two_threads_at_once():
+    barrier = threading.Barrier(2, timeout=20)   # passes only if both chunks run concurrently
+    seen = []
+
+    def hook(begin, end):
+        seen.append((begin, end, threading.current_thread().name))
+        barrier.wait()
+    compiled = compile_one(parallel_rows, **{"num-cores": 2})
+    llvm_runtime.set_chunk_hook(hook)
+    try:
+        a = rand(6400)
+        b = np.zeros(100, "float32")
+        compiled(a, b, 64)
+    finally:
+        llvm_runtime.set_chunk_hook(None)
+    assert sorted((lo, hi) for lo, hi, _ in seen) == [(0, 50), (50, 100)]
+    assert len({name for _, _, name in seen}) == 2
+    np.testing.assert_allclose(b, a.reshape(100, 64).sum(1), rtol=1e-4, atol=1e-5)
+
+
+@T.prim_func
+def nested_parallel(A: T.Buffer((64,), "float32")):
+    for i in T.parallel(8):
+        for j in T.parallel(8):
+            A[i * 8 + j] = T.float32(1)
+
+
+def test_nested_parallel_loops_are_an_error_naming_both():
+    with pytest.raises(CodegenError, match="parallel loop j is nested inside parallel loop i"):
+        build_llvm({"f": nested_parallel}, {})
+
+
+@T.prim_func
+def thread_bound(A: T.Buffer((64,), "float32")):
+    for i in T.thread_binding(64, thread="threadIdx.x"):
+        A[i] = T.float32(1)
+
+
+def test_thread_binding_is_an_error():
+    with pytest.raises(CodegenError, match="loop i is bound to threadIdx.x; the llvm target runs on "
+                                           "the CPU: use target 'cuda' or 'cuda-sim'"):
+        render(thread_bound)
+
+
+# -- bounds checks, options, debugging ---------------------------------------------------------------
+@T.prim_func
+def off_by_two(A: T.Buffer((128,), "float32"), B: T.Buffer((128,), "float32")):
+    for i in range(130):
+        B[i] = A[i % 128]
+
+
+def test_bounds_check_raises_index_error_naming_buffer_and_index():
+    compiled = compile_one(off_by_two, **{"bounds-check": True})
+    with pytest.raises(IndexError, match=r"buffer B: index 128 is out of bounds for shape \(128,\)"):
+        compiled(rand(128), np.zeros(128, "float32"))
+
+
+def test_bounds_check_inside_a_parallel_loop():
+    compiled = compile_one(parallel_rows, **{"bounds-check": True, "num-cores": 2})
+    with pytest.raises(IndexError, match=r"buffer A: index 6400 is out of bounds for shape \(6400,\)"):
+        compiled(rand(6400), np.zeros(100, "float32"), 65)
+
+
+def test_unknown_option_and_debug_dump(monkeypatch, capsys):
+    with pytest.raises(ValueError, match="no option -fast; known options: -num-cores"):
+        build_llvm({"f": vector_add}, {"fast": True})
+    monkeypatch.setenv("MLC_LAB_DEBUG", "1")
+    render(vector_add)
+    assert 'define i32 @"vector_add"' in capsys.readouterr().err
+
+
+def test_blocks_must_be_lowered_first():
+    @T.prim_func
+    def with_block(A: T.Buffer((8,), "float32")):
+        for i in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                A[vi] = T.float32(0)
+    with pytest.raises(CodegenError, match="still contains block 'root'; the llvm backend takes lowered"):
+        render(with_block)
+
+
+@T.prim_func
+def parallel_captures(A: T.Buffer((4 * 30,), "float32"), B: T.Buffer((4 * 30,), "float32"),
+                      scale: T.float32):
+    T.func_attr({"tir.noalias": True})
+    row = T.allocate((30,), "float32", "local")
+    for o in range(4):
+        base: T.int32 = o * 30
+        for j in range(30):
+            row[j] = A[base + j] * scale
+        for i in T.parallel(10, 30):   # a start other than 0; uses o, base, row, scale, A, B
+            B[base + i] = row[i] + T.Cast("float32", o)
+
+
+def test_parallel_body_captures_outer_loop_let_and_allocation():
+    a = rand(120)
+    b = np.zeros(120, "float32")
+    _, b, _ = run_both(parallel_captures, [a, b, 2.0], **{"num-cores": 2})
+    expected = (a * 2).reshape(4, 30) + np.arange(4, dtype="float32")[:, None]
+    expected[:, :10] = 0
+    np.testing.assert_allclose(b, expected.reshape(-1), rtol=1e-6)
+
+
+def test_build_llvm_through_the_driver_checks_arguments_and_shows_source():
+    from corpus import loop_kinds
+    lib = mlc_lab.build(loop_kinds, target="llvm")
+    a = np.random.default_rng(1).standard_normal((64, 64)).astype("float32")
+    b = mlc_lab.nd.empty((64, 64), "float32")
+    lib(mlc_lab.nd.array(a), b)
+    np.testing.assert_allclose(b.numpy(), a * 0.5 + np.arange(64, dtype="float32"), rtol=1e-6)
+    assert re.search(r"<(8|16|32|64) x float>", lib.get_source("ll"))
+    assert any(reg in lib.get_source("asm") for reg in ("ymm", "zmm"))
+    with pytest.raises(ValueError, match="parameter B: dimension 1 should be 64 but is 32"):
+        lib(mlc_lab.nd.array(a), mlc_lab.nd.empty((64, 32), "float32"))
+    with pytest.raises(TypeError, match="takes 2 argument"):
+        lib(mlc_lab.nd.array(a))
