@@ -49,7 +49,7 @@ CAPABILITIES = {
     "vector_lanes": (2, 4, 8, 16),   # Ramp/Broadcast widths that map to SIMD registers
     "options": {
         "num-cores": "threads used by parallel loops (default: all cores)",
-        "fast-math": "allow LLVM to reassociate float arithmetic (results may differ in the last bits)",
+        "fast-math": "allow LLVM to reassociate float arithmetic (results may differ in the last bits); without it, only multiply-add pairs are fused into FMA",
         "bounds-check": "check every load and store; out-of-bounds raises IndexError",
     },
 }
