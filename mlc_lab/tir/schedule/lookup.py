@@ -95,7 +95,9 @@ def child_blocks(stmt) -> list:
     return collector.found
 
 
-class _Replacer(StmtExprMutator):
+class StmtReplacer(StmtExprMutator):
+    """Replaces statements by identity (``{id(old): new}``); expressions are left alone."""
+
     def __init__(self, replacements: dict):
         super().__init__()
         self.replacements = replacements
@@ -113,5 +115,5 @@ class _Replacer(StmtExprMutator):
 
 def replace_stmts(func, replacements: dict):
     """``func`` with each statement ``old`` (keyed by id) replaced by ``replacements[id(old)]``."""
-    new_body = _Replacer(replacements).visit(func.body)
+    new_body = StmtReplacer(replacements).visit(func.body)
     return func.replace(body=new_body)

@@ -10,7 +10,7 @@ from ... import stmt as S
 from ...functor import StmtExprMutator
 from .. import errors
 from ..instruction import instruction
-from ..lookup import _Replacer
+from ..lookup import StmtReplacer
 from ..rv import BlockRV
 from .common import all_blocks_under, writers_in_scope
 
@@ -246,7 +246,7 @@ class StageSite:
     def insert(self, stage, new_target, after: bool, alloc=None):
         """The scope's BlockRealize with ``stage`` placed before/after the entry, the target
         block replaced by ``new_target``, and ``alloc`` added to the scope's allocations."""
-        new_item = _Replacer({id(self.target): new_target}).visit(self.item)
+        new_item = StmtReplacer({id(self.target): new_target}).visit(self.item)
         pair = (new_item, stage) if after else (stage, new_item)
         block = self.scope.block
         if self.container is None:
@@ -280,7 +280,7 @@ def stmt_path(root, target) -> list:
     return []
 
 
-class _FlatReplacer(_Replacer):
+class _FlatReplacer(StmtReplacer):
     """Replace statements by id and splice a SeqStmt that replaces a SeqStmt entry into it."""
 
     def visit_SeqStmt(self, node):

@@ -5,7 +5,7 @@ from ....arith import simplify
 from ... import expr as E
 from ... import stmt as S
 from ...functor import StmtExprMutator
-from ..lookup import child_blocks
+from ..lookup import StmtReplacer, child_blocks
 
 
 class Substitute(StmtExprMutator):
@@ -61,8 +61,7 @@ def add_predicate(stmt, condition_of):
         extra = condition_of(realize)
         if extra is not None:
             replacements[id(realize)] = realize.replace(predicate=simplify(realize.predicate & extra))
-    from ..lookup import _Replacer
-    return _Replacer(replacements).visit(stmt)
+    return StmtReplacer(replacements).visit(stmt)
 
 
 def all_blocks_under(stmt) -> list:

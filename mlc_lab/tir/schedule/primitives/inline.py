@@ -9,7 +9,7 @@ from ... import stmt as S
 from ...analysis import block_access_regions
 from ...functor import StmtExprMutator, StmtExprVisitor
 from ..instruction import instruction
-from ..lookup import child_blocks, replace_stmts
+from ..lookup import StmtReplacer, child_blocks, replace_stmts
 from .common import dataflow_violation, substitute, uses_var
 from .region import remove_and_insert
 
@@ -202,7 +202,7 @@ class InlinePrimitives:
         new_store = S.BufferStore(store.buffer, value,
                                   tuple(substitute(i, mapping) for i in store.indices))
         new_producer = producer_realize.replace(block=_with_regions(producer.replace(body=new_store)))
-        body = _StmtReplacer({id(producer_realize): new_producer}).visit(scope.block.body)
+        body = StmtReplacer({id(producer_realize): new_producer}).visit(scope.block.body)
         new_func = _rebuild_scope(func, scope, remove_and_insert(body, remove=realize), buffer)
         _check_no_access_left(new_func, buffer, fail)
         self._update(func_name, new_func, "reverse_compute_inline")
@@ -309,20 +309,6 @@ class _LoadInliner(StmtExprMutator):
 def _with_regions(block: S.Block) -> S.Block:
     reads, writes = block_access_regions(block)
     return block.replace(reads=reads, writes=writes)
-
-
-class _StmtReplacer(StmtExprMutator):
-    def __init__(self, replacements):
-        super().__init__()
-        self.replacements = replacements
-
-    def visit(self, node):
-        if id(node) in self.replacements:
-            return self.replacements[id(node)]
-        return super().visit(node)
-
-    def generic_visit(self, node):
-        return super().generic_visit(node) if isinstance(node, (S.Stmt, S.Block)) else node
 
 
 def _rebuild_scope(func, scope, body, buffer):

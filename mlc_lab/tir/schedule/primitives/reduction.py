@@ -11,7 +11,7 @@ from ... import stmt as S
 from ...functor import StmtExprMutator
 from .. import errors
 from ..instruction import instruction
-from ..lookup import _Replacer, child_blocks
+from ..lookup import StmtReplacer, child_blocks
 from ..rv import BlockRV
 from .cache import replace_flat, taken_buffer_names, unique_block_name, unique_name
 from .common import is_reduction_block, substitute, uses_var
@@ -108,7 +108,7 @@ class ReductionPrimitives:
                                    extent=_substitute(lp.extent, loop_map), body=init_stmt)
         update = _with_regions(blk.replace(name_hint=unique_block_name(index, f"{blk.name_hint}_update"),
                                            init=None))
-        new_loop = _Replacer({id(realize): realize.replace(block=update)}).visit(loop_node)
+        new_loop = StmtReplacer({id(realize): realize.replace(block=update)}).visit(loop_node)
         new_body = replace_flat(func.body, {id(loop_node): S.seq(init_stmt, new_loop)})
         self._update(func_name, func.replace(body=new_body), primitive)
         return BlockRV(init_block.name_hint, func_name)
@@ -273,7 +273,7 @@ class ReductionPrimitives:
                                  extent=_substitute(lp.extent, loop_map), body=wb_stmt)
 
         top = loops[top_pos]
-        new_top = _Replacer({id(realize): rf_realize}).visit(top)
+        new_top = StmtReplacer({id(realize): rf_realize}).visit(top)
         new_body = replace_flat(scope.block.body, {id(top): S.seq(new_top, wb_stmt)})
         new_scope = scope.replace(block=scope.block.replace(
             body=new_body, alloc_buffers=scope.block.alloc_buffers + (rf_buffer,)))
