@@ -178,3 +178,9 @@ def test_aliased_arguments_give_the_sequential_result():
     a = np.arange(4, dtype="float32")
     lib(a, a, a)  # in place: a = a + a
     np.testing.assert_array_equal(a, [0, 2, 4, 6])
+
+
+def test_zero_dimensional_arrays_stay_zero_dimensional():
+    a = mlc_lab.nd.array(np.float32(3.5))
+    assert a.shape == () and a.numpy() == np.float32(3.5)
+    assert mlc_lab.nd.empty((), "float32").shape == ()

@@ -216,3 +216,14 @@ def test_missing_placeholder_argument():
 
 def test_functions_built_twice_are_equal():
     assert structural_equal(te_mm_relu(), te_mm_relu())
+
+
+def test_stages_with_the_same_name_get_unique_block_names():
+    A = te.placeholder((4,), "float32", name="A")
+    B = te.compute((4,), lambda i: A[i] + 1.0, name="T_add")
+    C = te.compute((4,), lambda i: B(i) + 2.0, name="T_add")   # TVM's A(i) spelling too
+    func = te.create_prim_func([A, C])
+    assert "T_add_1" in func.script()
+    from mlc_lab import tir
+    sch = tir.Schedule(func)
+    assert sch.get_block("T_add_1").name == "T_add_1"

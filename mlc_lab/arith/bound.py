@@ -20,7 +20,8 @@ class _Bounder:
         self.var_ranges = var_ranges
 
     def bound(self, e) -> Interval:
-        method = getattr(self, "bound_" + type(e).__name__, None)
+        method = next((getattr(self, "bound_" + cls.__name__) for cls in type(e).__mro__
+                       if hasattr(self, "bound_" + cls.__name__)), None)
         if method is None or not dt.is_int(e.dtype):
             return UNBOUNDED
         return method(e)
@@ -37,7 +38,6 @@ class _Bounder:
         _, hi_ext = self.bound(rng.extent)
         return (lo, None if hi_min is None or hi_ext is None else hi_min + hi_ext - 1)
 
-    bound_SizeVar = bound_Var
 
     def bound_Cast(self, e):
         return self.bound(e.value) if dt.is_int(e.value.dtype) else UNBOUNDED

@@ -15,7 +15,7 @@ class NDArray:
     __slots__ = ("_array", "device")
 
     def __init__(self, array: np.ndarray, device: Device | None = None):
-        self._array = np.ascontiguousarray(array)
+        self._array = np.require(array, requirements="C")   # keeps 0-d arrays 0-d
         self.device = device or cpu()
 
     @property

@@ -40,12 +40,21 @@ def create_prim_func(args: Sequence, name: str = "main") -> PrimFunc:
             raise ValueError(f"create_prim_func: placeholder {tensor.name} is read by "
                              f"{', '.join(users)} but is not among the arguments")
     computes = [t for t in order if isinstance(t.op, ComputeOp)]
-    nests = [_loop_nest(t, block_access_regions) for t in computes]
+    names: dict[str, int] = {}
+    nests = [_loop_nest(t, block_access_regions, _unique(t.name, names)) for t in computes]
     allocs = tuple(t.buffer for t in computes if id(t) not in listed)
     root = Block("root", (), (), (), seq(*nests), alloc_buffers=allocs)
     body = BlockRealize((), IntImm("bool", 1), root)
     attrs = (("global_symbol", name), ("tir.noalias", True))
     return PrimFunc(tuple(params), body, attrs)
+
+
+def _unique(name: str, taken: dict) -> str:
+    """Block names must be unique in a function (schedules find blocks by name): a second stage
+    named like an earlier one becomes ``name_1``, as in TVM."""
+    count = taken.get(name, 0)
+    taken[name] = count + 1
+    return name if count == 0 else f"{name}_{count}"
 
 
 def _topological_order(outputs: list[Tensor]) -> list[Tensor]:
@@ -75,7 +84,7 @@ class _Substitute(StmtExprMutator):
         return self.mapping.get(id(var), var)
 
 
-def _loop_nest(tensor: Tensor, block_access_regions) -> For:
+def _loop_nest(tensor: Tensor, block_access_regions, block_name: str) -> For:
     op: ComputeOp = tensor.op
     axes: tuple[IterAxis, ...] = op.axis + op.reduce_axis
     loop_vars = [Var(a.name, a.dtype) for a in axes]
@@ -93,7 +102,7 @@ def _loop_nest(tensor: Tensor, block_access_regions) -> For:
     else:
         body = BufferStore(tensor.buffer, to_block.visit(op.body), out_indices)
         init = None
-    block = Block(tensor.name, tuple(iter_vars), (), (), body, init)
+    block = Block(block_name, tuple(iter_vars), (), (), body, init)
     reads, writes = block_access_regions(block)
     block = block.replace(reads=reads, writes=writes)
     stmt = BlockRealize(tuple(loop_vars), IntImm("bool", 1), block)

@@ -90,6 +90,10 @@ class Tensor:
     name = property(lambda self: self.buffer.name)
     ndim = property(lambda self: self.buffer.ndim)
 
+    def __call__(self, *indices) -> BufferLoad:
+        """``A(i, j)``, TVM's spelling of ``A[i, j]``."""
+        return self[indices]
+
     def __getitem__(self, indices) -> BufferLoad:
         if not isinstance(indices, tuple):
             indices = (indices,)
