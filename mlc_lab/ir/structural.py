@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .module import GlobalVar, IRModule
 from .node import Node
 
@@ -12,15 +14,18 @@ _DEF_FIELDS = {
     "For": ("loop_var",), "IterVar": ("var",), "LetStmt": ("var",), "PrimFunc": ("params",),
     "Block": ("iter_vars", "alloc_buffers", "match_buffers"), "Allocate": ("buffer",),
     "MatchBufferRegion": ("buffer",),
+    "Function": ("params",), "VarBinding": ("var",),
 }
 # Fields that are only names: they never decide equality.
-_NAME_FIELDS = {"Var": ("name",), "SizeVar": ("name",), "Buffer": ("name",)}
+_NAME_FIELDS = {"Var": ("name", "name_hint"), "SizeVar": ("name",), "Buffer": ("name",),
+                "DataflowVar": ("name_hint",)}
 
 
 def _is_binder(x: Any) -> bool:
     from ..tir.buffer import Buffer
     from ..tir.expr import Var
-    return isinstance(x, (Var, Buffer))
+    from ..relax.expr import Var as RelaxVar
+    return isinstance(x, (Var, Buffer, RelaxVar))
 
 
 class _Mismatch(Exception):
@@ -57,6 +62,10 @@ class _Equal:
             defs = _DEF_FIELDS.get(type(a).__name__, ())
             for name, value in _defs_first(a, defs):
                 self.eq(value, getattr(b, name), f"{path}.{name}", defining or name in defs)
+            return
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            if type(a) is not type(b) or a.dtype != b.dtype or not np.array_equal(a, b):
+                self.fail(path, a, b, "arrays differ")
             return
         if type(a) is not type(b) or a != b:
             self.fail(path, a, b, f"values differ ({a!r} vs {b!r})")
@@ -153,6 +162,8 @@ def structural_hash(node: Any, map_free_vars: bool = True) -> int:
                 return hash((type(x).__name__,) + tuple(walk(v) for n, v in x.fields() if n not in skip))
             defs = _DEF_FIELDS.get(type(x).__name__, ())
             return hash((type(x).__name__,) + tuple(walk(v) for _, v in _defs_first(x, defs)))
+        if isinstance(x, np.ndarray):
+            return hash((x.dtype.name, x.shape, x.tobytes()))
         return hash((type(x).__name__, x))
 
     return walk(node)

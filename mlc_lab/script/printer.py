@@ -22,6 +22,9 @@ _LOOP_FUNCS = {"parallel": "T.parallel", "vectorized": "T.vectorized", "unrolled
 
 def script(node, underline=(), line_numbers: bool = False, name: str | None = None) -> str:
     """The script text of an IRModule, PrimFunc, statement or expression."""
+    if type(node).__module__.startswith("mlc_lab.relax"):
+        from ..relax.printer import script as relax_script
+        return relax_script(node, name=name, underline=underline, line_numbers=line_numbers)
     printer = _Printer(underline)
     if isinstance(node, IRModule):
         printer.module(node)
@@ -69,6 +72,8 @@ class _Printer(ExprPrinter):
     def module(self, mod: IRModule) -> None:
         self.emit(0, "# from mlc_lab.script import ir as I")
         self.emit(0, "# from mlc_lab.script import tir as T")
+        if any(not isinstance(f, PrimFunc) for f in mod.functions.values()):
+            self.emit(0, "# from mlc_lab.script import relax as R")
         self.emit(0, "")
         self.emit(0, "@I.ir_module")
         self.emit(0, "class Module:")
@@ -79,7 +84,7 @@ class _Printer(ExprPrinter):
             if isinstance(func, PrimFunc):
                 self.prim_func(func, gv.name_hint)
             else:
-                for line in func.script().splitlines():
+                for line in func.script(name=gv.name_hint).splitlines():
                     self.emit(0, line)
             self.lines[start:] = [(indent + 1, text) for indent, text in self.lines[start:]]
 

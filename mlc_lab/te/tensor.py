@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from ..arith import simplify
 from ..ir.node import node
 from ..tir import dtype as dt
 from ..tir.buffer import Buffer, decl_buffer
@@ -143,7 +144,8 @@ def reduce_axis(dom, name: str = "rv") -> IterAxis:
             raise ValueError(f"reduce_axis {name}: dom must be (min, max), got {dom!r}")
         lo, hi = dom
         is_int = isinstance(lo, (int, np.integer)) and isinstance(hi, (int, np.integer))
-        rng = Range.from_min_extent(lo, int(hi) - int(lo) if is_int else convert(hi) - convert(lo))
+        extent = int(hi) - int(lo) if is_int else simplify(convert(hi) - convert(lo))
+        rng = Range.from_min_extent(lo, extent)
     else:
         rng = Range.from_min_extent(0, dom)
     return IterAxis(name, rng.extent.dtype, rng, "reduce")

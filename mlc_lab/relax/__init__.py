@@ -1,0 +1,29 @@
+"""Graph-level IR (Relax-style): structure info, expressions, ops, BlockBuilder, visitor/mutator.
+
+    from mlc_lab import relax
+    x = relax.Var("x", relax.TensorStructInfo((1, 784), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(relax.op.nn.relu(x))
+        bb.emit_func_output(gv)
+    bb.get().show()
+"""
+from . import functor
+from . import functor as expr_functor
+from . import op
+from .block_builder import BlockBuilder, BlockBuilderError
+from .expr import (Attrs, BindingBlock, Call, Constant, DataflowBlock, DataflowVar, Expr,
+                   ExternFunc, Function, Op, PrimValue, SeqExpr, ShapeExpr, Tuple, TupleGetItem,
+                   Var, VarBinding, const)
+from .functor import ExprMutator, ExprVisitor, PyExprMutator, PyExprVisitor
+from .struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
+                          StructInfo, TensorStructInfo, TupleStructInfo)
+from ..ir.module import GlobalVar
+
+__all__ = ["Attrs", "BindingBlock", "BlockBuilder", "BlockBuilderError", "Call", "Constant",
+           "DataflowBlock", "DataflowVar", "Expr", "ExprMutator", "ExprVisitor", "ExternFunc",
+           "FuncStructInfo", "Function", "GlobalVar", "ObjectStructInfo", "Op", "PrimStructInfo",
+           "PrimValue", "PyExprMutator", "PyExprVisitor", "SeqExpr", "ShapeExpr", "ShapeStructInfo",
+           "StructInfo", "TensorStructInfo", "Tuple", "TupleGetItem", "TupleStructInfo", "Var",
+           "VarBinding", "const", "expr_functor", "functor", "op"]

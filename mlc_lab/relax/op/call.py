@@ -1,0 +1,86 @@
+"""Calls into lower-level code in destination-passing style: ``call_tir`` runs a PrimFunc of
+the module, ``call_dps_packed`` a function found by name at run time. Both allocate the outputs
+described by ``out_sinfo`` and pass them after the inputs."""
+from __future__ import annotations
+
+from ...ir.module import GlobalVar
+from ..expr import Call, ExternFunc, ShapeExpr, Tuple, as_expr
+from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from .common import user_name
+from .registry import make_call, register_op
+
+
+def _out_sinfo(name: str, out_sinfo) -> tuple:
+    items = tuple(out_sinfo) if isinstance(out_sinfo, (list, tuple)) else (out_sinfo,)
+    if not items:
+        raise ValueError(f"{user_name(name)}: out_sinfo must describe at least one output")
+    for s in items:
+        if not isinstance(s, TensorStructInfo):
+            raise TypeError(f"{user_name(name)}: out_sinfo must be a relax.TensorStructInfo (or a "
+                            f"list of them), got {s!r}")
+        if s.shape is None:
+            raise ValueError(f"{user_name(name)}: the output shape must be known to allocate it, "
+                             f"got {s.script()}")
+    return items
+
+
+def _infer_dps(call: Call) -> StructInfo:
+    name = user_name(call)
+    if len(call.args) < 2 or not isinstance(call.args[1], Tuple):
+        raise TypeError(f"{name}: arguments must be (callee, Tuple of inputs), got {call.args!r}")
+    for i, arg in enumerate(call.args[1].elements):
+        if arg.struct_info is None:
+            raise TypeError(f"{name}: input {i} has no struct info")
+    if not call.sinfo_args:
+        raise TypeError(f"{name}: the call has no out_sinfo")
+    outs = call.sinfo_args
+    return outs[0] if len(outs) == 1 else TupleStructInfo(outs)
+
+
+def _infer_call_tir(call: Call) -> StructInfo:
+    if not call.args or not isinstance(call.args[0], GlobalVar):
+        raise TypeError(f"{user_name(call)}: the callee must be a GlobalVar of a PrimFunc, got "
+                        f"{call.args[0] if call.args else 'nothing'!r}")
+    return _infer_dps(call)
+
+
+def _infer_call_dps_packed(call: Call) -> StructInfo:
+    if not call.args or not isinstance(call.args[0], ExternFunc):
+        raise TypeError(f"{user_name(call)}: the callee must be an ExternFunc")
+    return _infer_dps(call)
+
+
+register_op("relax.call_tir", _infer_call_tir, pattern="opaque")
+register_op("relax.call_dps_packed", _infer_call_dps_packed, pattern="opaque")
+
+
+def _inputs(args) -> Tuple:
+    if isinstance(args, Tuple):
+        return args
+    if isinstance(args, (list, tuple)):
+        return Tuple(args)
+    return Tuple((as_expr(args),))
+
+
+def call_tir(gvar: GlobalVar, args, out_sinfo, tir_vars=None) -> Call:
+    """Call the PrimFunc ``gvar`` on ``args`` (a Tuple, a list, or one expression), allocating
+    outputs described by ``out_sinfo`` (a TensorStructInfo, or a list for several outputs, whose
+    result is then a tuple). ``tir_vars`` passes extra symbolic values (a ShapeExpr)."""
+    name = "relax.call_tir"
+    if not isinstance(gvar, GlobalVar):
+        raise TypeError(f"{user_name(name)}: the callee must be a GlobalVar (from bb.add_func or "
+                        f"bb.get().get_global_var), got {gvar!r}")
+    call_args = (gvar, _inputs(args))
+    if tir_vars is not None:
+        call_args += (tir_vars if isinstance(tir_vars, ShapeExpr) else ShapeExpr(tuple(tir_vars)),)
+    return make_call(name, call_args, sinfo_args=_out_sinfo(name, out_sinfo))
+
+
+def call_dps_packed(func, args, out_sinfo) -> Call:
+    """Call the run-time function named ``func`` (a str or ExternFunc) on ``args``, allocating
+    outputs described by ``out_sinfo`` (as in call_tir)."""
+    name = "relax.call_dps_packed"
+    callee = ExternFunc(func) if isinstance(func, str) else func
+    if not isinstance(callee, ExternFunc):
+        raise TypeError(f"{user_name(name)}: func must be a function name (str), got {func!r}")
+    return make_call(name, (callee, _inputs(args)), sinfo_args=_out_sinfo(name, out_sinfo))
