@@ -1,10 +1,17 @@
 """mlc_lab: a small machine-learning compiler and the course material that teaches with it."""
-from . import ir, tir
+import sys as _sys
+
+from . import frontend, ir, relax, te, tir, topi
 from .driver import build
-from .ir import IRModule
+from .ir import IRModule, transform
 from .runtime import ndarray as nd
 from .runtime.device import Device, cpu, cuda
+from .runtime.packed import get_global_func, register_func
 from .tir.transform import lower
 
+# `from mlc_lab.transform import PassContext` works as with the course's `tvm.transform`.
+_sys.modules[__name__ + ".transform"] = transform
+
 __version__ = "0.1.0"
-__all__ = ["ir", "tir", "build", "lower", "IRModule", "nd", "Device", "cpu", "cuda"]
+__all__ = ["frontend", "ir", "relax", "te", "tir", "topi", "transform", "build", "lower", "IRModule", "nd",
+           "Device", "cpu", "cuda", "register_func", "get_global_func"]

@@ -71,3 +71,20 @@ def test_names_are_made_unique():
 def test_html_highlighting_escapes_and_colours():
     html = to_html('for i in T.grid(4):\n    A[i] = T.float32(0) # <note>\n    ^^^')
     assert "&lt;note&gt;" in html and "<pre" in html and "color:#d00" in html
+
+
+def test_zero_dimensional_buffers_round_trip():
+    import numpy as np
+    import mlc_lab
+    from mlc_lab import te
+    from mlc_lab.ir import assert_structural_equal
+    from mlc_lab.script.parser import from_source
+    A = te.placeholder((8,), name="A")
+    k = te.reduce_axis((0, 8), name="k")
+    total = te.compute((), lambda: te.sum(A[k], axis=k), name="S")
+    func = te.create_prim_func([A, total])
+    assert "S[()] = S[()] + A[v_k]" in func.script() and "T.writes(S[()])" in func.script()
+    assert_structural_equal(from_source(func.script()), func)
+    out = np.zeros((), "float32")
+    mlc_lab.build(func, target="llvm")(np.arange(8, dtype="float32"), out)
+    assert out == 28

@@ -26,4 +26,8 @@ __all__ = ["Attrs", "BindingBlock", "BlockBuilder", "BlockBuilderError", "Call",
            "FuncStructInfo", "Function", "GlobalVar", "ObjectStructInfo", "Op", "PrimStructInfo",
            "PrimValue", "PyExprMutator", "PyExprVisitor", "SeqExpr", "ShapeExpr", "ShapeStructInfo",
            "StructInfo", "TensorStructInfo", "Tuple", "TupleGetItem", "TupleStructInfo", "Var",
-           "VarBinding", "const", "expr_functor", "functor", "op"]
+           "VarBinding", "const", "expr_functor", "functor", "op", "transform", "build",
+           "VirtualMachine", "Executable"]
+from . import transform  # noqa: E402  (passes import the IR above)
+from .build import build  # noqa: E402
+from .vm import Executable, VirtualMachine  # noqa: E402

@@ -1,4 +1,5 @@
 """The script parser: Python source of a ``@T.prim_func`` (or an ``@I.ir_module`` class) -> IR.
+``@R.function`` graph-level functions are parsed by :mod:`parser_relax`.
 
 The parser walks the function's AST. Expressions are evaluated to Python values and IR
 (:mod:`parser_expr`), statements become loop IR (:mod:`parser_stmt`), and blocks, iterators and
@@ -19,6 +20,8 @@ from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
 from . import ir as ir_namespace
+from . import parser_relax_module
+from . import relax as relax_namespace
 from . import tir as tir_namespace
 from .errors import ScriptError
 from .parser_block import BlockParser
@@ -55,22 +58,28 @@ def parse_function(func, private: bool = False) -> PrimFunc:
 
 
 def from_source(text: str, extra_vars: dict | None = None, filename: str = "<string>"):
-    """Parse script text: an ``@I.ir_module`` class gives an IRModule, a ``@T.prim_func`` a PrimFunc.
+    """Parse script text: an ``@I.ir_module`` class gives an IRModule, a ``@T.prim_func`` a PrimFunc,
+    an ``@R.function`` a relax Function.
 
-    Names used in the text resolve to ``T``, ``I`` and ``extra_vars``.
+    Names used in the text resolve to ``T``, ``I``, ``R`` and ``extra_vars`` (e.g. ``metadata``:
+    ``{"relax.expr.Constant": [...]}`` for the large constants the printer leaves out).
     """
     source = SourceInfo(filename, text.splitlines(keepends=True))
-    globals_ = {"T": tir_namespace, "I": ir_namespace, **(extra_vars or {})}
+    globals_ = {"T": tir_namespace, "I": ir_namespace, "R": relax_namespace, **(extra_vars or {})}
     try:
         tree = _parse_text(text, source)
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
                 return _parse_class(node, source, globals_)
             if isinstance(node, ast.FunctionDef):
+                relax_func = parser_relax_module.parse_function_node(node, source, globals_)
+                if relax_func is not None:
+                    return relax_func
                 return FunctionParser(source, globals_, {}, {}).parse(node, _is_private(node, source, globals_))
     except ScriptError as err:
         raise _short(err) from None
-    raise ScriptError("the text defines no @T.prim_func function or @I.ir_module class", filename)
+    raise ScriptError("the text defines no @T.prim_func or @R.function function, nor an @I.ir_module class",
+                      filename)
 
 
 def _short(err: ScriptError) -> ScriptError:
@@ -94,15 +103,10 @@ def _parse_text(text: str, source: SourceInfo) -> ast.Module:
 
 
 def _parse_class(node: ast.ClassDef, source: SourceInfo, globals_: dict) -> IRModule:
-    functions = {}
-    for item in node.body:
-        if isinstance(item, ast.FunctionDef):
-            functions[item.name] = FunctionParser(source, globals_, {}, {}).parse(
-                item, _is_private(item, source, globals_))
-        elif not (isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)):
-            raise FunctionParser(source, globals_, {}, {}).error(
-                item, "an @I.ir_module class may only contain @T.prim_func functions")
-    return IRModule(functions)
+    def prim_func(item: ast.FunctionDef) -> PrimFunc:
+        return FunctionParser(source, globals_, {}, {}).parse(item, _is_private(item, source, globals_))
+
+    return IRModule(parser_relax_module.parse_class_node(node, source, globals_, prim_func))
 
 
 def _is_private(node: ast.FunctionDef, source: SourceInfo, globals_: dict) -> bool:
@@ -113,7 +117,7 @@ def _is_private(node: ast.FunctionDef, source: SourceInfo, globals_: dict) -> bo
         if evaluator.eval(call.func if call else dec) is tir_namespace.prim_func:
             _, kwargs = evaluator.call_args(call) if call else ([], {})
             return bool(kwargs.get("private", False))
-    raise evaluator.error(node, f"function {node.name} is not decorated with @T.prim_func")
+    raise evaluator.error(node, f"function {node.name} is not decorated with @T.prim_func or @R.function")
 
 
 class FunctionParser(BlockParser):

@@ -273,7 +273,7 @@ class _Printer(ExprPrinter):
                 parts.append(self.expr(rng.min))
             else:
                 parts.append(f"{self.expr(rng.min)}:{self.expr(simplify(rng.min + rng.extent))}")
-        return f"{self.name_of(r.buffer)}[{', '.join(parts)}]"
+        return f"{self.name_of(r.buffer)}[{', '.join(parts) or '()'}]"
 
     def stmt_IfThenElse(self, s: S.IfThenElse, indent: int) -> None:
         self.emit(indent, self.mark(s, f"if {self.expr(s.condition)}:"))

@@ -51,7 +51,7 @@ class ExprPrinter:
         return self.names[id(obj)]
 
     def indices(self, idx) -> str:
-        return ", ".join(self.expr(i) for i in idx)
+        return ", ".join(self.expr(i) for i in idx) if idx else "()"   # A[()] for 0-d buffers
 
     def expr(self, e, parent_prec: int = 0) -> str:
         text, prec = self.expr_prec(e)

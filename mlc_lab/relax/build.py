@@ -1,0 +1,111 @@
+"""``relax.build``: compile a graph-level module into an Executable for the VirtualMachine.
+
+    ex = relax.build(mod, target="llvm")       # LegalizeOps, then every PrimFunc compiled at once
+    vm = relax.VirtualMachine(ex, mlc_lab.cpu())
+    out = vm["main"](x, w0, b0, w1, b1)
+
+The pipeline is ``relax.transform.LegalizeOps()`` by default; with ``opt_level >= 1`` it is
+``relax.transform.default_pipeline()`` (legalization, fusion, static memory planning).
+``pipeline=`` replaces it with any callable from IRModule to IRModule (a pass, a Sequential, or
+a list of them).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Optional
+
+from ..driver import build as build_prim_funcs, parse_target
+from ..ir.module import IRModule
+from ..runtime.module import Module
+from ..tir.function import PrimFunc
+from .expr import Function, Op
+from .functor import ExprVisitor
+from .vm import RUNNABLE_OPS, Executable
+
+
+def build(mod, target="llvm", params: Optional[dict] = None, opt_level: int = 0,
+          pipeline=None) -> Executable:
+    """Compile ``mod`` (an IRModule, or a lone relax Function taken as "main") for ``target``.
+
+    ``params`` ({parameter name: array}) binds those parameters of "main" to constants.
+    Returns an Executable: ``.mod`` is the module after the pipeline, ``.lib`` the runtime Module
+    holding all its PrimFuncs compiled together."""
+    if isinstance(mod, Function):
+        mod = IRModule({"main": mod})
+    if not isinstance(mod, IRModule):
+        raise TypeError(f"relax.build expects an IRModule or a relax.Function, got "
+                        f"{type(mod).__name__}")
+    if params:
+        mod = _bind_params(mod, "main", params)
+    passes = _default_passes(opt_level) if pipeline is None else pipeline
+    legalized = pipeline is None and bool(passes)
+    for pass_ in (passes if isinstance(passes, (list, tuple)) else [passes]):
+        mod = pass_(mod)
+        if not isinstance(mod, IRModule):
+            raise TypeError(f"relax.build: pass {pass_!r} returned {type(mod).__name__}, not an "
+                            "IRModule")
+    _check_runnable(mod, legalized)
+    prim_funcs = {gv: f for gv, f in mod.functions.items() if isinstance(f, PrimFunc)}
+    if prim_funcs:
+        lib = build_prim_funcs(IRModule(prim_funcs), target)
+    else:
+        lib = Module({}, parse_target(target)[0])
+    return Executable(mod, lib, str(target))
+
+
+def _transform_package():
+    """``mlc_lab.relax.transform``, or None while the package does not exist."""
+    try:
+        return importlib.import_module("mlc_lab.relax.transform")
+    except ModuleNotFoundError as err:
+        if err.name != "mlc_lab.relax.transform":
+            raise
+        return None
+
+
+def _default_passes(opt_level: int) -> list:
+    if not isinstance(opt_level, int) or opt_level < 0:
+        raise ValueError(f"relax.build: opt_level must be an int >= 0, got {opt_level!r}")
+    transform = _transform_package()
+    if transform is None:
+        return []
+    if opt_level >= 1 and hasattr(transform, "default_pipeline"):
+        return [transform.default_pipeline()]
+    return [transform.LegalizeOps()]
+
+
+class _OpCalls(ExprVisitor):
+    """Ops called that the VirtualMachine cannot run, in order of appearance."""
+
+    def __init__(self):
+        self.ops: list[str] = []
+
+    def visit_op_(self, op: Op) -> None:
+        if op.name not in RUNNABLE_OPS and op.name not in self.ops:
+            self.ops.append(op.name)
+
+
+def _check_runnable(mod: IRModule, legalized: bool) -> None:
+    finder = _OpCalls()
+    for func in mod.functions.values():
+        if isinstance(func, Function):
+            finder.visit_expr(func)
+    if not finder.ops:
+        return
+    ops = ", ".join(finder.ops)
+    if legalized:
+        raise ValueError(f"relax.build: the module still calls {ops} after "
+                         "relax.transform.LegalizeOps(): no legalization is registered for it")
+    raise ValueError(f"relax.build: the module still calls {ops}; apply "
+                     "relax.transform.LegalizeOps() first")
+
+
+def _bind_params(mod: IRModule, func_name: str, params: dict) -> IRModule:
+    transform = _transform_package()
+    if transform is None or not hasattr(transform, "BindParams"):
+        raise NotImplementedError("relax.build(params=...) binds parameters with "
+                                  "relax.transform.BindParams, which is not available")
+    return transform.BindParams(func_name, params)(mod)
+
+
+__all__ = ["build"]

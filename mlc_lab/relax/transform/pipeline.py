@@ -1,0 +1,30 @@
+# The default graph-level pipeline: the passes, in order, that take a module of high-level ops to one
+# of fused PrimFuncs with planned memory. Expects relax functions (weights bound with BindParams first).
+from __future__ import annotations
+
+from ...ir.transform import Sequential
+from .annotate_tir_op_pattern import AnnotateTIROpPattern
+from .canonicalize_bindings import CanonicalizeBindings
+from .dead_code_elimination import DeadCodeElimination
+from .fold_constant import FoldConstant
+from .fuse_ops import FuseOps
+from .fuse_tir import FuseTIR
+from .legalize_ops import LegalizeOps
+from .static_plan_block_memory import StaticPlanBlockMemory
+
+PASSES = [
+    LegalizeOps,
+    AnnotateTIROpPattern,
+    FoldConstant,
+    CanonicalizeBindings,
+    DeadCodeElimination,
+    FuseOps,
+    FuseTIR,
+    DeadCodeElimination,
+    StaticPlanBlockMemory,
+]
+
+
+def default_pipeline() -> Sequential:
+    """``Sequential`` of PASSES, for ``relax.build`` and for trying the whole flow at once."""
+    return Sequential([make() for make in PASSES], name="relax.default_pipeline")
