@@ -105,3 +105,10 @@ def test_nodes_are_immutable():
         i.name = "j"
     j = i.replace(name="j")
     assert j.name == "j" and i.name == "i" and j is not i
+
+
+def test_constants_convert_to_python_numbers():
+    assert int(const(7)) == 7 and float(FloatImm("float32", 0.5)) == 0.5
+    assert bool(const(1, "bool")) and not bool(const(0))
+    with pytest.raises(TypeError, match="cannot use the symbolic expression"):
+        bool(Var("n") + 1)

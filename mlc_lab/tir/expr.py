@@ -131,11 +131,20 @@ class IntImm(PrimExpr):
     dtype: str
     value: int
 
+    def __int__(self) -> int:
+        return self.value
+
+    def __bool__(self) -> bool:
+        return self.value != 0
+
 
 @node
 class FloatImm(PrimExpr):
     dtype: str
     value: float
+
+    def __float__(self) -> float:
+        return self.value
 
 
 @node
