@@ -29,10 +29,10 @@ from .parser_expr import HandleParam, SourceInfo
 from .parser_stmt import FuncFrame, nop
 
 
-def parse_function(func, private: bool = False) -> PrimFunc:
-    """Parse a Python function written in the script language into a PrimFunc."""
+def read_function(func, decorator: str):
+    """The ``def`` node of ``func``, where its source lines come from, and its closure values."""
     if not inspect.isfunction(func):
-        raise TypeError(f"@T.prim_func decorates a function, got {type(func).__name__}")
+        raise TypeError(f"{decorator} decorates a function, got {type(func).__name__}")
     try:
         lines, first_line = inspect.getsourcelines(func)
     except (OSError, TypeError) as exc:
@@ -50,6 +50,12 @@ def parse_function(func, private: bool = False) -> PrimFunc:
             closure[name] = cell.cell_contents
         except ValueError:  # a closure variable not assigned yet
             pass
+    return fdef, source, closure
+
+
+def parse_function(func, private: bool = False) -> PrimFunc:
+    """Parse a Python function written in the script language into a PrimFunc."""
+    fdef, source, closure = read_function(func, "@T.prim_func")
     parser = FunctionParser(source, func.__globals__, closure, dict(getattr(func, "__annotations__", {})))
     try:
         return parser.parse(fdef, private)

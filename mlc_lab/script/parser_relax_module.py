@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import difflib
-import inspect
 from dataclasses import dataclass
 
 from ..ir.module import GlobalVar
@@ -163,22 +162,6 @@ def _assemble(class_name: str, members: dict, sources: dict) -> dict:
 
 
 def _python_source(func, private: bool, pure: bool) -> FunctionSource:
-    from .parser import _parse_text
-    try:
-        lines, first_line = inspect.getsourcelines(func)
-    except (OSError, TypeError) as exc:
-        raise ScriptError(f"cannot read the source of {func.__qualname__} ({exc}); for text, use "
-                          "mlc_lab.script.from_source(text)") from None
-    filename = inspect.getsourcefile(func) or func.__code__.co_filename
-    source = SourceInfo(filename, lines, max(first_line, 1))
-    tree = _parse_text("".join(lines), source)
-    fdef = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
-    if fdef is None:
-        raise ScriptError(f"could not find the definition of {func.__qualname__} in its source", filename)
-    closure = {}
-    for name, cell in zip(func.__code__.co_freevars, func.__closure__ or ()):
-        try:
-            closure[name] = cell.cell_contents
-        except ValueError:  # a closure variable not assigned yet
-            pass
+    from .parser import read_function
+    fdef, source, closure = read_function(func, "@R.function")
     return FunctionSource(fdef, source, func.__globals__, closure, private, pure)
