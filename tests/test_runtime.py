@@ -184,3 +184,14 @@ def test_zero_dimensional_arrays_stay_zero_dimensional():
     a = mlc_lab.nd.array(np.float32(3.5))
     assert a.shape == () and a.numpy() == np.float32(3.5)
     assert mlc_lab.nd.empty((), "float32").shape == ()
+
+
+def test_dlpack_shares_memory_both_ways():
+    a = mlc_lab.nd.array(np.arange(6, dtype="float32").reshape(2, 3))
+    view = np.from_dlpack(a)            # what torch.from_dlpack(a) does for a CPU array
+    view[0, 0] = 42
+    assert a.numpy()[0, 0] == 42
+    source = np.arange(4, dtype="int32")
+    b = mlc_lab.nd.from_dlpack(source)
+    source[1] = 7
+    assert b.numpy()[1] == 7 and b.dtype == "int32"

@@ -36,6 +36,13 @@ class NDArray:
 
     asnumpy = numpy  # the older course notebooks call it this
 
+    def __dlpack__(self, **kwargs):
+        """Share the memory with other frameworks: ``torch.from_dlpack(nd_array)``."""
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._array.__dlpack_device__()
+
     def numpy_view(self) -> np.ndarray:
         """The wrapped array itself, without copying: backends write results into it."""
         return self._array
@@ -81,3 +88,8 @@ def empty(shape, dtype: str = "float32", device: Device | None = None) -> NDArra
 
 
 __all__ = ["NDArray", "array", "empty"]
+
+
+def from_dlpack(tensor) -> NDArray:
+    """An NDArray sharing memory with another framework's CPU tensor (e.g. a torch tensor)."""
+    return NDArray(np.from_dlpack(tensor))
