@@ -54,6 +54,14 @@ def uses_var(e, var) -> bool:
     return False
 
 
+def first_loop_feeding_reduction(realize, loops):
+    """The first of ``loops`` whose variable appears in a binding of one of the block's reduce
+    iterators, or None."""
+    reduce_values = [v for iv, v in zip(realize.block.iter_vars, realize.iter_values)
+                     if iv.iter_type != "spatial"]
+    return next((lp for lp in loops if any(uses_var(v, lp.loop_var) for v in reduce_values)), None)
+
+
 def add_predicate(stmt, condition_of):
     """Conjoin ``condition_of(realize)`` into the predicate of every block directly under stmt."""
     replacements = {}

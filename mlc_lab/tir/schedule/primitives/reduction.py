@@ -14,7 +14,7 @@ from ..instruction import instruction
 from ..lookup import StmtReplacer, child_blocks
 from ..rv import BlockRV
 from .cache import replace_flat, taken_buffer_names, unique_block_name, unique_name
-from .common import is_reduction_block, substitute, uses_var
+from .common import first_loop_feeding_reduction, is_reduction_block, substitute, uses_var
 
 
 class ReductionPrimitives:
@@ -79,14 +79,13 @@ class ReductionPrimitives:
             raise errors.LoopNotAncestorError(
                 primitive, f'loop {loop_node.loop_var.name} is not an ancestor of block '
                 f'"{blk.name_hint}"', func, [loop_node, blk])
-        reduce_values = [v for iv, v in zip(blk.iter_vars, realize.iter_values) if iv.iter_type != "spatial"]
-        for outer in loops[:pos]:
-            if any(uses_var(v, outer.loop_var) for v in reduce_values):
-                raise errors.LoopHeightError(
-                    primitive, f"loop {loop_node.loop_var.name} is inside loop {outer.loop_var.name}, "
-                    f'which feeds a reduce iterator of block "{blk.name_hint}"; the init would run '
-                    f"on every iteration of {outer.loop_var.name}. Decompose at "
-                    f"{outer.loop_var.name} or a loop above it", func, [loop_node, outer])
+        outer = first_loop_feeding_reduction(realize, loops[:pos])
+        if outer is not None:
+            raise errors.LoopHeightError(
+                primitive, f"loop {loop_node.loop_var.name} is inside loop {outer.loop_var.name}, "
+                f'which feeds a reduce iterator of block "{blk.name_hint}"; the init would run '
+                f"on every iteration of {outer.loop_var.name}. Decompose at "
+                f"{outer.loop_var.name} or a loop above it", func, [loop_node, outer])
         var_map, iter_vars, values = {}, [], []
         for iv, value in zip(blk.iter_vars, realize.iter_values):
             if iv.iter_type == "spatial":
@@ -198,13 +197,12 @@ class ReductionPrimitives:
         buffer = store.buffer
         loops = index.loops_above(realize)
         top_pos = next(k for k, lp in enumerate(loops) if child_blocks(lp) == [realize])
-        reduce_values = [v for iv, v in zip(blk.iter_vars, realize.iter_values) if iv.iter_type != "spatial"]
-        for outer in loops[:top_pos]:
-            if any(uses_var(v, outer.loop_var) for v in reduce_values):
-                raise errors.RFactorError(
-                    primitive, f"loop {outer.loop_var.name} feeds a reduce iterator of block "
-                    f'"{blk.name_hint}" but also holds other blocks; rfactor needs the reduction '
-                    "loops to hold only this block", func, [outer])
+        outer = first_loop_feeding_reduction(realize, loops[:top_pos])
+        if outer is not None:
+            raise errors.RFactorError(
+                primitive, f"loop {outer.loop_var.name} feeds a reduce iterator of block "
+                f'"{blk.name_hint}" but also holds other blocks; rfactor needs the reduction '
+                "loops to hold only this block", func, [outer])
         ndim = buffer.ndim
         if not -ndim - 1 <= factor_axis <= ndim:
             raise errors.RFactorError(
