@@ -4,7 +4,7 @@ import pytest
 
 import mlc_lab
 from mlc_lab import nd, tir
-from mlc_lab.driver import parse_target
+from mlc_lab.target import Target
 from mlc_lab.ir import IRModule
 from mlc_lab.tir import BufferStore, For, PrimFunc, Var, const
 
@@ -98,9 +98,10 @@ def test_targets_not_available_yet_say_which_exist(target):
 
 
 def test_parse_target():
-    assert parse_target("llvm -num-cores=2 -fast -mcpu=skylake") == (
-        "llvm", {"num-cores": 2, "fast": True, "mcpu": "skylake"})
-    assert parse_target("python") == ("python", {})
+    target = Target("llvm -num-cores=2 -fast-math -mcpu=skylake")
+    assert (target.kind.name, target.num_cores, target.fast_math, target.mcpu) == (
+        "llvm", 2, True, "skylake")
+    assert Target("python").kind.name == "python"
     with pytest.raises(ValueError, match="unknown"):
         mlc_lab.build(add_func(), target="tpu")
 

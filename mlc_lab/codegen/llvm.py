@@ -1,6 +1,6 @@
 """LLVM code generation: lowered PrimFuncs -> LLVM IR text (via llvmlite's IR builder).
 
-``render(func, name, options)`` returns the IR of one function; ``render_module`` renders several
+``render(func, name, target)`` returns the IR of one function; ``render_module`` renders several
 into one LLVM module and also returns each function's calling convention (``FunctionABI``), which
 the JIT runtime (``mlc_lab.runtime.llvm_runtime``) uses to call it.
 
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import llvmlite.binding as llvm_binding
 import llvmlite.ir as ir
 
+from ..target import Target
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
@@ -37,39 +38,21 @@ from .llvm_expr import ExprEmitter, value_type
 from .llvm_stmt import (STATUS_NO_MEMORY, STATUS_OK, STATUS_OUT_OF_BOUNDS, STATUS_RUNTIME_ERROR,
                         StmtEmitter)
 
-__all__ = ["CAPABILITIES", "CodegenError", "FunctionABI", "STATUS_NO_MEMORY", "STATUS_OK",
-           "STATUS_OUT_OF_BOUNDS", "STATUS_RUNTIME_ERROR", "check_options", "render", "render_module"]
-
-# What the llvm target can do, and the target options it understands ("llvm -num-cores=2 ...").
-CAPABILITIES = {
-    "device": "cpu",
-    "parallel_loops": True,          # one level of T.parallel, on a thread pool
-    "nested_parallel_loops": False,
-    "thread_binding": False,         # thread-bound loops need "cuda" or "cuda-sim"
-    "vector_lanes": (2, 4, 8, 16),   # Ramp/Broadcast widths that map to SIMD registers
-    "options": {
-        "num-cores": "threads used by parallel loops (default: all cores)",
-        "fast-math": "allow LLVM to reassociate float arithmetic (results may differ in the last bits); without it, only multiply-add pairs are fused into FMA",
-        "bounds-check": "check every load and store; out-of-bounds raises IndexError",
-    },
-}
+__all__ = ["CodegenError", "FunctionABI", "STATUS_NO_MEMORY", "STATUS_OK", "STATUS_OUT_OF_BOUNDS",
+           "STATUS_RUNTIME_ERROR", "llvm_target", "render", "render_module"]
 
 
 class CodegenError(ValueError):
     """The function cannot be compiled for the llvm target; the message says why and what to do."""
 
 
-def check_options(options: dict) -> dict:
-    unknown = sorted(set(options) - set(CAPABILITIES["options"]))
-    if unknown:
-        known = ", ".join(f"-{k}" for k in CAPABILITIES["options"])
-        raise ValueError(f"target 'llvm' has no option {', '.join('-' + u for u in unknown)}; "
-                         f"known options: {known}")
-    cores = options.get("num-cores", os.cpu_count() or 1)
-    if not isinstance(cores, int) or isinstance(cores, bool) or cores < 1:
-        raise ValueError(f"target 'llvm': -num-cores must be a positive integer, got {cores!r}")
-    return {"num-cores": cores, "fast-math": bool(options.get("fast-math", False)),
-            "bounds-check": bool(options.get("bounds-check", False))}
+def llvm_target(target=None) -> Target:
+    """``target`` (a Target, a string such as "llvm -bounds-check", a dict, or None for plain
+    "llvm") as a Target of kind llvm; its attributes are the codegen options."""
+    target = Target("llvm" if target is None else target)
+    if target.kind.name != "llvm":
+        raise ValueError(f"the llvm code generator needs an llvm target, got {str(target)!r}")
+    return target
 
 
 @dataclass
@@ -88,15 +71,15 @@ class FunctionABI:
     buffers: list = field(default_factory=list)   # BufferInfo by buffer id (module-wide)
 
 
-def render(func, name: str | None = None, options: dict | None = None) -> str:
+def render(func, name: str | None = None, target=None) -> str:
     """LLVM IR text of one lowered PrimFunc."""
     name = name or func.attr_dict.get("global_symbol") or "main"
-    return render_module({name: func}, options)[0]
+    return render_module({name: func}, target)[0]
 
 
-def render_module(functions: dict, options: dict | None = None) -> tuple[str, dict]:
+def render_module(functions: dict, target=None) -> tuple[str, dict]:
     """``(llvm_ir_text, {name: FunctionABI})`` for lowered PrimFuncs ``{name: func}``."""
-    codegen = ModuleCodegen(check_options(dict(options or {})))
+    codegen = ModuleCodegen(llvm_target(target).attrs)
     abis = {name: codegen.add_function(func, name) for name, func in functions.items()}
     text = str(codegen.module)
     if os.environ.get("MLC_LAB_DEBUG") == "1":

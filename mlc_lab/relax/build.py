@@ -14,9 +14,10 @@ from __future__ import annotations
 import importlib
 from typing import Optional
 
-from ..driver import build as build_prim_funcs, parse_target
+from ..driver import build as build_prim_funcs
 from ..ir.module import IRModule
 from ..runtime.module import Module
+from ..target import Target, get_backend
 from ..tir.function import PrimFunc
 from .expr import Function, Op
 from .functor import ExprVisitor
@@ -30,6 +31,8 @@ def build(mod, target="llvm", params: Optional[dict] = None, opt_level: int = 0,
     ``params`` ({parameter name: array}) binds those parameters of "main" to constants.
     Returns an Executable: ``.mod`` is the module after the pipeline, ``.lib`` the runtime Module
     holding all its PrimFuncs compiled together."""
+    target = Target("python" if target is None else target)
+    get_backend(target.kind.name)   # an unavailable target fails before the passes run
     if isinstance(mod, Function):
         mod = IRModule({"main": mod})
     if not isinstance(mod, IRModule):
@@ -49,7 +52,7 @@ def build(mod, target="llvm", params: Optional[dict] = None, opt_level: int = 0,
     if prim_funcs:
         lib = build_prim_funcs(IRModule(prim_funcs), target)
     else:
-        lib = Module({}, parse_target(target)[0])
+        lib = Module({}, target.kind.name)
     return Executable(mod, lib, str(target))
 
 

@@ -1,7 +1,61 @@
-"""Devices: where arrays live and programs run (``mlc_lab.cpu()``, ``mlc_lab.cuda(0)``)."""
+"""Devices: where arrays live and programs run (``mlc_lab.cpu()``, ``mlc_lab.cuda(0)``).
+
+A device's memory is managed by the Allocator registered for its type: ``dev.allocate(shape,
+dtype)`` returns storage (an object with ``shape`` and ``dtype``), ``copy_from_host`` /
+``copy_to_host`` move numpy arrays in and out, ``free`` releases it. The host allocator (numpy)
+serves "cpu"; a runtime for another device type registers its own with ``register_allocator``.
+"""
 from __future__ import annotations
 
+import numpy as np
+
 DEVICE_TYPES = ("cpu", "cuda")
+
+
+class Allocator:
+    """Memory of one device type. ``host_visible``: its storage is a numpy array the host can
+    read and write directly (NDArray then shares it instead of copying)."""
+    host_visible = False
+
+    def allocate(self, device: "Device", shape: tuple, dtype: np.dtype):
+        """Zero-filled storage (so runs are reproducible)."""
+        raise NotImplementedError
+
+    def free(self, storage) -> None:
+        raise NotImplementedError
+
+    def copy_from_host(self, storage, array: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def copy_to_host(self, storage) -> np.ndarray:
+        """A new host array holding the contents."""
+        raise NotImplementedError
+
+
+class HostAllocator(Allocator):
+    host_visible = True
+
+    def allocate(self, device, shape, dtype):
+        return np.zeros(shape, dtype)
+
+    def free(self, storage) -> None:
+        """Nothing to do: numpy frees the array when the last reference goes."""
+
+    def copy_from_host(self, storage, array):
+        np.copyto(storage, array, casting="same_kind")
+
+    def copy_to_host(self, storage):
+        return storage.copy()
+
+
+_ALLOCATORS: dict[str, Allocator] = {"cpu": HostAllocator()}
+
+
+def register_allocator(device_type: str, allocator: Allocator) -> None:
+    """Serve the memory of every ``device_type`` device with ``allocator`` (replacing any)."""
+    if device_type not in DEVICE_TYPES:
+        raise ValueError(f"unknown device type {device_type!r}; expected one of {DEVICE_TYPES}")
+    _ALLOCATORS[device_type] = allocator
 
 
 class Device:
@@ -18,12 +72,39 @@ class Device:
         self.index = index
 
     @property
+    def device_id(self) -> int:
+        return self.index
+
+    @property
     def exist(self) -> bool:
         """True when the device is really there (the CPU always is; a CUDA device needs pycuda
         and a driver that reports enough GPUs)."""
         if self.device_type == "cpu":
             return True
         return self.index < _cuda_device_count()
+
+    @property
+    def allocator(self) -> Allocator:
+        if self.device_type not in _ALLOCATORS:
+            raise RuntimeError(f"no allocator is registered for {self.device_type} devices yet, "
+                               f"so arrays cannot live on {self}; use mlc_lab.cpu()")
+        return _ALLOCATORS[self.device_type]
+
+    @property
+    def host_visible(self) -> bool:
+        return self.device_type in _ALLOCATORS and self.allocator.host_visible
+
+    def allocate(self, shape, dtype):
+        return self.allocator.allocate(self, tuple(shape), np.dtype(dtype))
+
+    def free(self, storage) -> None:
+        self.allocator.free(storage)
+
+    def copy_from_host(self, storage, array: np.ndarray) -> None:
+        self.allocator.copy_from_host(storage, array)
+
+    def copy_to_host(self, storage) -> np.ndarray:
+        return self.allocator.copy_to_host(storage)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Device) and (self.device_type, self.index) == (

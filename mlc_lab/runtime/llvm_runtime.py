@@ -1,7 +1,7 @@
 """Running the llvm target: JIT-compile rendered LLVM IR (llvmlite MCJIT), run parallel loops on a
 thread pool, and call compiled functions on numpy arrays.
 
-    fns = build_llvm({"add": lowered_add}, {"num-cores": 2})
+    fns = build_llvm({"add": lowered_add}, "llvm -num-cores=2")
     fns["add"](a, b, c)                      # numpy arrays / NDArrays and scalars, in param order
     print(fns["add"].get_source("asm"))
 
@@ -14,6 +14,7 @@ convention itself is documented in ``mlc_lab.codegen.llvm``.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,7 +22,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from ..codegen.llvm import (STATUS_NO_MEMORY, STATUS_OK, STATUS_OUT_OF_BOUNDS, STATUS_RUNTIME_ERROR,
-                            check_options, render_module)
+                            llvm_target, render_module)
 from ..tir import expr as E
 from ..tir.buffer import Buffer
 from .interpreter_expr import Evaluator
@@ -113,22 +114,27 @@ def _setup() -> None:
         _setup_done = True
 
 
-def host_target_machine():
+def host_target_machine(mcpu: str | None = None):
+    """The machine code is generated for: the host CPU with its features, or ``mcpu`` (a CPU
+    name LLVM knows) with that CPU's own features."""
     _setup()
     target = llvm.Target.from_default_triple()
+    if mcpu is not None and mcpu != llvm.get_host_cpu_name():
+        return target.create_target_machine(cpu=mcpu, features="", opt=3)
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                         features=llvm.get_host_cpu_features().flatten(), opt=3)
 
 
 class JITModule:
-    """LLVM IR text compiled for the host: parsed, verified, optimised at -O3, loaded by MCJIT."""
+    """LLVM IR text compiled for the host (or the CPU named by ``mcpu``): parsed, verified,
+    optimised at -O3, loaded by MCJIT."""
 
-    def __init__(self, ir_text: str):
+    def __init__(self, ir_text: str, mcpu: str | None = None):
         _setup()
-        self.rendered_ir = ir_text
+        self.rendered_ir, self.mcpu = ir_text, mcpu
         module = llvm.parse_assembly(ir_text)
         module.verify()
-        machine = host_target_machine()
+        machine = host_target_machine(mcpu)
         module.triple = llvm.get_process_triple()
         module.data_layout = str(machine.target_data)
         tuning = llvm.create_pipeline_tuning_options(speed_level=3)
@@ -146,7 +152,7 @@ class JITModule:
 
     def assembly(self) -> str:
         if self._asm is None:
-            self._asm = host_target_machine().emit_assembly(llvm.parse_assembly(self.optimized_ir))
+            self._asm = host_target_machine(self.mcpu).emit_assembly(llvm.parse_assembly(self.optimized_ir))
         return self._asm
 
 
@@ -270,14 +276,28 @@ def _shape_text(shape: tuple, env: dict) -> str:
     return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
 
-def build_llvm(functions: dict, options: dict | None = None, signatures: dict | None = None) -> dict:
-    """Compile lowered PrimFuncs ``{name: func}`` into one JIT module; returns
-    ``{name: LLVMFunction}``. ``options`` are the target's (``num-cores``, ``fast-math``,
-    ``bounds-check``); ``signatures`` optionally maps names to the functions before lowering,
-    whose parameters are used to check arguments."""
-    options = check_options(dict(options or {}))
-    text, abis = render_module(functions, options)
-    jit = JITModule(text)
+def compile_llvm(functions: dict, target=None) -> tuple[JITModule, dict]:
+    """Render lowered PrimFuncs ``{name: func}`` into one LLVM module and JIT-compile it; returns
+    the JITModule and each function's FunctionABI."""
+    target = llvm_target(target)
+    text, abis = render_module(functions, target)
+    return JITModule(text, target.attrs["mcpu"]), abis
+
+
+def load_llvm(jit: JITModule, abis: dict, functions: dict, target=None,
+              signatures: dict | None = None) -> dict:
+    """``{name: LLVMFunction}`` for the lowered ``functions`` compiled into ``jit``; the
+    target's ``num-cores`` (default: every core) sizes the pool their parallel loops run on."""
+    num_cores = llvm_target(target).attrs["num-cores"] or os.cpu_count() or 1
     signatures = signatures or {}
-    return {name: LLVMFunction(jit, abis[name], func, options["num-cores"], signatures.get(name))
+    return {name: LLVMFunction(jit, abis[name], func, num_cores, signatures.get(name))
             for name, func in functions.items()}
+
+
+def build_llvm(functions: dict, target=None, signatures: dict | None = None) -> dict:
+    """Compile lowered PrimFuncs ``{name: func}`` into one JIT module; returns
+    ``{name: LLVMFunction}``. ``target`` is an llvm Target or target string (its attributes:
+    ``num-cores``, ``fast-math``, ``bounds-check``, ``mcpu``); ``signatures`` optionally maps
+    names to the functions before lowering, whose parameters are used to check arguments."""
+    jit, abis = compile_llvm(functions, target)
+    return load_llvm(jit, abis, functions, target, signatures)

@@ -1,4 +1,6 @@
-"""NDArray: a tensor handed to compiled functions; it owns a numpy array that they write into.
+"""NDArray: a tensor handed to compiled functions; it owns storage on its device that they write
+into. On the CPU the storage is a numpy array; ``nd.array`` and ``nd.empty`` get it from the
+device's allocator (``mlc_lab.runtime.device``), so other devices plug in there.
 
 ``nd.array(x)`` copies ``x``; ``a.numpy()`` returns a copy, so results read out are never changed
 behind the reader's back by a later call.
@@ -14,8 +16,11 @@ from .device import Device, cpu
 class NDArray:
     __slots__ = ("_array", "device")
 
-    def __init__(self, array: np.ndarray, device: Device | None = None):
-        self._array = np.require(array, requirements="C")   # keeps 0-d arrays 0-d
+    def __init__(self, array, device: Device | None = None):
+        """Wrap ``array``: a numpy array (shared, not copied), or storage ``device`` allocated."""
+        if isinstance(array, np.ndarray):
+            array = np.require(array, requirements="C")   # keeps 0-d arrays 0-d
+        self._array = array
         self.device = device or cpu()
 
     @property
@@ -24,15 +29,17 @@ class NDArray:
 
     @property
     def dtype(self) -> str:
-        return self._array.dtype.name
+        return np.dtype(self._array.dtype).name
 
     @property
     def ndim(self) -> int:
-        return self._array.ndim
+        return len(self._array.shape)
 
     def numpy(self) -> np.ndarray:
         """A copy of the contents as a numpy array."""
-        return self._array.copy()
+        if isinstance(self._array, np.ndarray):
+            return self._array.copy()
+        return self.device.copy_to_host(self._array)
 
     asnumpy = numpy  # the older course notebooks call it this
 
@@ -45,46 +52,64 @@ class NDArray:
 
     def numpy_view(self) -> np.ndarray:
         """The wrapped array itself, without copying: backends write results into it."""
+        if not isinstance(self._array, np.ndarray):
+            raise ValueError(f"this array lives on {self.device}, not in host memory; read it "
+                             "with .numpy()")
         return self._array
 
     def copyfrom(self, source) -> "NDArray":
         """Overwrite the contents with ``source`` (an NDArray, numpy array or nested list)."""
-        src = source.numpy_view() if isinstance(source, NDArray) else np.asarray(source)
-        if src.shape != self._array.shape:
+        src = _host_contents(source)
+        if src.shape != self.shape:
             raise ValueError(f"copyfrom: shape {src.shape} does not match this array's shape "
                              f"{self.shape}")
-        np.copyto(self._array, src, casting="same_kind")
+        if isinstance(self._array, np.ndarray):
+            np.copyto(self._array, src, casting="same_kind")
+        else:
+            self.device.copy_from_host(self._array, src)
         return self
 
     def copyto(self, target) -> "NDArray":
         """Copy into another NDArray, or to a device (returns the new NDArray)."""
         if isinstance(target, Device):
-            return NDArray(self._array.copy(), target)
+            return array(self, target)
         if isinstance(target, NDArray):
             return target.copyfrom(self)
         raise TypeError(f"copyto expects an NDArray or a Device, got {type(target).__name__}")
 
     def __array__(self, dtype=None, copy=None):
+        host = self.numpy_view()
         if copy:
-            return self._array.astype(dtype) if dtype else self._array.copy()
-        return self._array if dtype is None else self._array.astype(dtype, copy=False)
+            return host.astype(dtype) if dtype else host.copy()
+        return host if dtype is None else host.astype(dtype, copy=False)
 
     def __repr__(self) -> str:
         return f"<mlc_lab.nd.NDArray shape={self.shape}, {self.device}>\n{self._array!r}"
 
 
 def array(data, device: Device | None = None, dtype: str | None = None) -> NDArray:
-    """An NDArray holding a copy of ``data`` (numpy array, NDArray, or nested list)."""
-    if isinstance(data, NDArray):
-        data = data.numpy_view()
-    arr = np.array(data, dtype=None if dtype is None else dt.to_numpy(dt.check_dtype(dtype)))
-    return NDArray(arr, device)
+    """An NDArray on ``device`` (default: the CPU) holding a copy of ``data`` (numpy array,
+    NDArray, or nested list)."""
+    host = np.asarray(_host_contents(data), dtype=None if dtype is None else dt.to_numpy(dt.check_dtype(dtype)))
+    device = device or cpu()
+    storage = device.allocate(host.shape, host.dtype)
+    device.copy_from_host(storage, host)
+    return NDArray(storage, device)
 
 
 def empty(shape, dtype: str = "float32", device: Device | None = None) -> NDArray:
-    """A new NDArray of ``shape`` (its contents are zero, so runs are reproducible)."""
+    """A new NDArray of ``shape`` on ``device`` (default: the CPU); its contents are zero, so
+    runs are reproducible."""
     shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
-    return NDArray(np.zeros(shape, dt.to_numpy(dt.check_dtype(dtype))), device)
+    device = device or cpu()
+    return NDArray(device.allocate(shape, dt.to_numpy(dt.check_dtype(dtype))), device)
+
+
+def _host_contents(data):
+    """``data``'s contents readable by numpy, without copying what is in host memory already."""
+    if isinstance(data, NDArray):
+        return data.numpy_view() if isinstance(data._array, np.ndarray) else data.numpy()
+    return data
 
 
 __all__ = ["NDArray", "array", "empty"]

@@ -1,0 +1,111 @@
+"""Backends: how PrimFuncs become something that runs, one Backend per target kind.
+
+``mlc_lab.build`` (and ``relax.build`` for its kernels) does, for ``target``::
+
+    backend = get_backend(target.kind.name)
+    lowered = backend.lower(IRModule(functions), target)     # the backend's pipeline
+    compiled = backend.compile(lowered_functions, target)    # render + compile
+    return backend.load(compiled, target, signatures=functions)   # -> runtime.Module
+
+``render`` gives the source text (LLVM IR, CUDA C, the script) without compiling it. A new
+backend is one module in ``mlc_lab/target/backends/`` defining a Backend subclass and calling
+``register_backend`` on it; ``backends/__init__.py`` imports it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .kinds import TargetKind, did_you_mean, get_kind, known_kind_names, register_kind
+from .kinds import unregister_kind
+from .target import Target
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend's code can do; schedules and checks read these instead of kind names."""
+    device_type: str = "cpu"
+    supports_parallel: bool = False          # T.parallel loops run on several cores
+    supports_nested_parallel: bool = False
+    supports_vector: bool = False            # Ramp/Broadcast become SIMD instructions
+    vector_lanes: tuple = ()                 # widths that map to vector registers
+    supports_thread_binding: bool = False    # loops bound to blockIdx/threadIdx
+    max_threads_per_block: int | None = None
+
+
+class Backend:
+    """Subclass per target kind. ``kind`` names it; ``new_kind`` (a TargetKind) is given only
+    by backends for a kind ``mlc_lab.target.kinds`` does not know, and is registered with it."""
+    kind: str = ""
+    new_kind: TargetKind | None = None
+    capabilities: Capabilities = Capabilities()
+
+    def lower(self, mod, target: Target):
+        """The lowering pipeline: IRModule as scheduled -> IRModule ``compile`` accepts."""
+        return mod
+
+    def render(self, functions: dict, target: Target | None = None) -> str:
+        """Source text of lowered PrimFuncs ``{name: func}``."""
+        raise NotImplementedError(f"backend {self.kind!r} does not render source")
+
+    def compile(self, functions: dict, target: Target):
+        """Lowered PrimFuncs ``{name: func}`` -> whatever ``load`` takes."""
+        raise NotImplementedError
+
+    def load(self, compiled, target: Target, signatures: dict):
+        """-> runtime.Module. ``signatures`` maps names to the functions before lowering, whose
+        parameters argument checks (and their messages) follow."""
+        raise NotImplementedError
+
+    def build(self, functions: dict, target: Target):
+        """PrimFuncs ``{name: func}`` as written -> runtime.Module."""
+        from ..ir import IRModule
+        lowered = self.lower(IRModule(functions), target)
+        compiled = self.compile({name: lowered[name] for name in functions}, target)
+        return self.load(compiled, target, signatures=functions)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} for target kind {self.kind!r}>"
+
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend(backend: Backend) -> Backend:
+    """Make ``mlc_lab.build(..., target=backend.kind)`` use ``backend``; registers its
+    ``new_kind`` first when it has one. Returns the backend (usable as a class decorator's
+    result)."""
+    if backend.new_kind is not None:
+        if backend.new_kind.name != backend.kind:
+            raise ValueError(f"backend {backend!r}: new_kind is named {backend.new_kind.name!r}")
+        register_kind(backend.new_kind)
+    kind = get_kind(backend.kind)
+    if kind.name in _BACKENDS:
+        raise ValueError(f"target kind {kind.name!r} has a backend already: "
+                         f"{_BACKENDS[kind.name]!r}; unregister_backend({kind.name!r}) first")
+    _BACKENDS[kind.name] = backend
+    return backend
+
+
+def unregister_backend(kind: str) -> None:
+    """Undo ``register_backend`` (and the registration of the backend's own kind)."""
+    backend = _BACKENDS.pop(get_kind(kind).name)
+    if backend.new_kind is not None:
+        unregister_kind(backend.new_kind.name)
+
+
+def get_backend(kind: str) -> Backend:
+    """The backend for a kind name (or alias); a ValueError says which kinds have one."""
+    if kind in _BACKENDS:
+        return _BACKENDS[kind]
+    name = get_kind(kind).name if kind in known_kind_names() else None
+    if name in _BACKENDS:
+        return _BACKENDS[name]
+    available = ", ".join(available_targets())
+    missing = (f"is not available yet" if name is not None
+               else f"is unknown{did_you_mean(kind, known_kind_names())}")
+    raise ValueError(f"target {kind!r} {missing}; targets available so far: {available}")
+
+
+def available_targets() -> list[str]:
+    """Kind names (aliases included) that have a backend, sorted."""
+    return sorted(name for name in known_kind_names() if get_kind(name).name in _BACKENDS)

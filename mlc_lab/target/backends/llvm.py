@@ -1,0 +1,41 @@
+"""Target "llvm": lower with ``mlc_lab.tir.transform.lower``, render LLVM IR
+(``mlc_lab.codegen.llvm``), JIT-compile and call it (``mlc_lab.runtime.llvm_runtime``).
+
+llvmlite is imported on first use, so ``import mlc_lab`` stays light.
+"""
+from __future__ import annotations
+
+from ..backend import Backend, Capabilities, register_backend
+
+
+class LLVMBackend(Backend):
+    kind = "llvm"
+    capabilities = Capabilities(
+        device_type="cpu",
+        supports_parallel=True,            # one level of T.parallel, on a thread pool
+        supports_nested_parallel=False,
+        supports_vector=True,
+        vector_lanes=(2, 4, 8, 16),        # Ramp/Broadcast widths that map to SIMD registers
+        supports_thread_binding=False,     # thread-bound loops need "cuda" or "cuda-sim"
+    )
+
+    def lower(self, mod, target):
+        from ...tir.transform import lower
+        return lower(mod)
+
+    def render(self, functions, target=None) -> str:
+        from ...codegen.llvm import render_module
+        return render_module(functions, target)[0]
+
+    def compile(self, functions, target):
+        from ...runtime.llvm_runtime import compile_llvm
+        return (functions, *compile_llvm(functions, target))
+
+    def load(self, compiled, target, signatures):
+        from ...runtime.llvm_runtime import load_llvm
+        from ...runtime.module import Module
+        functions, jit, abis = compiled
+        return Module(load_llvm(jit, abis, functions, target, signatures), self.kind)
+
+
+register_backend(LLVMBackend())
