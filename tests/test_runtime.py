@@ -4,8 +4,8 @@ import pytest
 
 import mlc_lab
 from mlc_lab import nd, tir
-from mlc_lab.target import Target
 from mlc_lab.ir import IRModule
+from mlc_lab.target import Target
 from mlc_lab.tir import BufferStore, For, PrimFunc, Var, const
 
 

@@ -152,7 +152,8 @@ class JITModule:
 
     def assembly(self) -> str:
         if self._asm is None:
-            self._asm = host_target_machine(self.mcpu).emit_assembly(llvm.parse_assembly(self.optimized_ir))
+            machine = host_target_machine(self.mcpu)
+            self._asm = machine.emit_assembly(llvm.parse_assembly(self.optimized_ir))
         return self._asm
 
 

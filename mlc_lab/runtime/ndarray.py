@@ -90,7 +90,8 @@ class NDArray:
 def array(data, device: Device | None = None, dtype: str | None = None) -> NDArray:
     """An NDArray on ``device`` (default: the CPU) holding a copy of ``data`` (numpy array,
     NDArray, or nested list)."""
-    host = np.asarray(_host_contents(data), dtype=None if dtype is None else dt.to_numpy(dt.check_dtype(dtype)))
+    np_dtype = None if dtype is None else dt.to_numpy(dt.check_dtype(dtype))
+    host = np.asarray(_host_contents(data), dtype=np_dtype)
     device = device or cpu()
     storage = device.allocate(host.shape, host.dtype)
     device.copy_from_host(storage, host)

@@ -72,16 +72,16 @@ _BACKENDS: dict[str, Backend] = {}
 
 def register_backend(backend: Backend) -> Backend:
     """Make ``mlc_lab.build(..., target=backend.kind)`` use ``backend``; registers its
-    ``new_kind`` first when it has one. Returns the backend (usable as a class decorator's
-    result)."""
+    ``new_kind`` first when it has one. Returns the backend."""
+    name = get_kind(backend.kind).name if backend.kind in known_kind_names() else backend.kind
+    if name in _BACKENDS:
+        raise ValueError(f"target kind {name!r} has a backend already: {_BACKENDS[name]!r}; "
+                         f"unregister_backend({name!r}) first")
     if backend.new_kind is not None:
         if backend.new_kind.name != backend.kind:
             raise ValueError(f"backend {backend!r}: new_kind is named {backend.new_kind.name!r}")
         register_kind(backend.new_kind)
     kind = get_kind(backend.kind)
-    if kind.name in _BACKENDS:
-        raise ValueError(f"target kind {kind.name!r} has a backend already: "
-                         f"{_BACKENDS[kind.name]!r}; unregister_backend({kind.name!r}) first")
     _BACKENDS[kind.name] = backend
     return backend
 
@@ -95,13 +95,11 @@ def unregister_backend(kind: str) -> None:
 
 def get_backend(kind: str) -> Backend:
     """The backend for a kind name (or alias); a ValueError says which kinds have one."""
-    if kind in _BACKENDS:
-        return _BACKENDS[kind]
     name = get_kind(kind).name if kind in known_kind_names() else None
     if name in _BACKENDS:
         return _BACKENDS[name]
     available = ", ".join(available_targets())
-    missing = (f"is not available yet" if name is not None
+    missing = ("is not available yet" if name is not None
                else f"is unknown{did_you_mean(kind, known_kind_names())}")
     raise ValueError(f"target {kind!r} {missing}; targets available so far: {available}")
 
