@@ -489,3 +489,17 @@ def test_build_llvm_through_the_driver_checks_arguments_and_shows_source():
         lib(mlc_lab.nd.array(a), mlc_lab.nd.empty((64, 32), "float32"))
     with pytest.raises(TypeError, match="takes 2 argument"):
         lib(mlc_lab.nd.array(a))
+
+
+@T.prim_func
+def unrolled_long(A: T.Buffer((1000,), "float32"), B: T.Buffer((1000,), "float32")):
+    for k in T.unroll(1000):
+        B[k] = A[k] * T.float32(2)
+
+
+def test_long_unrolled_loop_is_unrolled_by_a_bounded_count():
+    source = render(unrolled_long)
+    assert "llvm.loop.unroll.count" in source and "llvm.loop.unroll.full" not in source
+    a = rand(1000)
+    _, b = run_both(unrolled_long, [a, np.zeros(1000, "float32")])
+    np.testing.assert_allclose(b, 2 * a)

@@ -475,3 +475,15 @@ def test_course_sequences_lowered_match_interpreter(make):
 def test_mm_relu_course_keeps_a_four_element_row_per_tile():
     (alloc,) = nodes(lowered(mm_relu_course()), S.Allocate)
     assert alloc.buffer.shape[0].value == 4
+
+
+@T.prim_func
+def unrolled_big_body(A: T.Buffer((64, 128), "float32")):
+    for i in T.unroll(64):
+        for j in range(128):
+            A[i, j] = T.float32(1)
+
+
+def test_unroll_loop_keeps_loops_whose_copies_exceed_the_statement_budget():
+    # 64 copies of a 128-iteration loop is 8192 statements, over MAX_UNROLLED_STMTS.
+    assert_same_ir(unroll_loop(unrolled_big_body), unrolled_big_body)

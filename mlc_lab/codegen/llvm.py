@@ -34,12 +34,16 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.functor import StmtExprVisitor
+from ..tir.transform.unroll_loop import fits_unroll_budget
 from .llvm_expr import ExprEmitter, value_type
 from .llvm_stmt import (STATUS_NO_MEMORY, STATUS_OK, STATUS_OUT_OF_BOUNDS, STATUS_RUNTIME_ERROR,
                         StmtEmitter)
 
 __all__ = ["CodegenError", "FunctionABI", "STATUS_NO_MEMORY", "STATUS_OK", "STATUS_OUT_OF_BOUNDS",
            "STATUS_RUNTIME_ERROR", "llvm_target", "render", "render_module"]
+
+# How many copies of an unexpanded unrolled loop's body LLVM makes per iteration.
+PARTIAL_UNROLL_COUNT = 8
 
 
 class CodegenError(ValueError):
@@ -119,11 +123,18 @@ class ModuleCodegen:
             self.buffers.append(BufferInfo(buffer.name, buffer.shape, param))
         return self._buffer_ids[id(buffer)]
 
-    def loop_metadata(self, kind: str):
-        """``llvm.loop`` metadata for an unrolled or vectorized loop (a new node per loop)."""
+    def loop_metadata(self, loop):
+        """``llvm.loop`` metadata for an unrolled or vectorized loop (a new node per loop).
+
+        An unrolled loop too big to unroll fully within the lowering pass's budget (see
+        tir/transform/unroll_loop.py) is unrolled by a bounded count: a full unroll would make
+        compile time grow with the loop's extent."""
         m = self.module
-        if kind == "unrolled":
+        if loop.kind == "unrolled" and fits_unroll_budget(loop):
             hint = m.add_metadata([ir.MetaDataString(m, "llvm.loop.unroll.full")])
+        elif loop.kind == "unrolled":
+            hint = m.add_metadata([ir.MetaDataString(m, "llvm.loop.unroll.count"),
+                                   ir.Constant(ir.IntType(32), PARTIAL_UNROLL_COUNT)])
         else:
             hint = m.add_metadata([ir.MetaDataString(m, "llvm.loop.vectorize.enable"),
                                    ir.Constant(ir.IntType(1), 1)])

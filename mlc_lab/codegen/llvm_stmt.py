@@ -62,7 +62,7 @@ class StmtEmitter:
         start = self.cast(start, loop.min.dtype, loop.loop_var.dtype)
         metadata = None
         if loop.kind in ("unrolled", "vectorized"):
-            metadata = self.codegen.loop_metadata(loop.kind)
+            metadata = self.codegen.loop_metadata(loop)
         self.emit_loop(loop.loop_var, start, extent, loop.body, metadata=metadata)
 
     def emit_loop(self, var, start, extent, body, metadata=None, offset=None) -> None:

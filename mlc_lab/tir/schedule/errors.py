@@ -32,6 +32,11 @@ class FactorError(ScheduleError):
     """split factors are malformed or do not multiply to the loop extent."""
 
 
+class WrongFactorProductError(FactorError):
+    """split factors without a None cover fewer (or, for a constant extent, other) iterations than
+    the loop has."""
+
+
 class NotDivisibleError(FactorError):
     """The factors do not divide the extent and the primitive cannot add a predicate."""
 
@@ -50,6 +55,10 @@ class NotAdjacentError(ScheduleError):
 
 class WrongLoopKindError(ScheduleError):
     """The loop kind does not allow this (e.g. parallelising a reduction loop)."""
+
+
+class NestedParallelError(WrongLoopKindError):
+    """A parallel loop would enclose or sit inside another parallel loop."""
 
 
 class NotCompactDataflowError(ScheduleError):

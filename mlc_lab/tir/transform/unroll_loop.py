@@ -1,14 +1,17 @@
-# Expands "unrolled" loops with a constant extent of at most MAX_UNROLL into one copy of the body per
-# iteration; longer ones stay unrolled loops for the code generator. Expects block-free PrimFuncs.
+# Expands "unrolled" loops into one copy of the body per iteration, as long as the copies stay small:
+# a constant extent of at most MAX_UNROLL and at most MAX_UNROLLED_STMTS statements in all. Longer or
+# bigger loops stay unrolled loops, which the code generator unrolls by a bounded count.
+# Expects block-free PrimFuncs.
 from __future__ import annotations
 
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..functor import StmtExprMutator
+from ..functor import StmtExprMutator, StmtExprVisitor
 from .common import is_const, prim_func_pass, substitute
 
 MAX_UNROLL = 64
+MAX_UNROLLED_STMTS = 4096
 
 
 @prim_func_pass
@@ -20,7 +23,7 @@ def unroll_loop(func: PrimFunc) -> PrimFunc:
 class _Unroll(StmtExprMutator):
     def visit_For(self, loop):
         loop = self.generic_visit(loop)
-        if loop.kind != "unrolled" or not is_const(loop.extent) or loop.extent.value > MAX_UNROLL:
+        if loop.kind != "unrolled" or not fits_unroll_budget(loop):
             return loop
         if not is_const(loop.min):
             copies = [substitute(loop.body, {loop.loop_var: loop.min + k}) for k in range(loop.extent.value)]
@@ -28,3 +31,34 @@ class _Unroll(StmtExprMutator):
             copies = [substitute(loop.body, {loop.loop_var: E.const(loop.min.value + k, loop.loop_var.dtype)})
                       for k in range(loop.extent.value)]
         return S.seq(*copies) if copies else S.Evaluate(E.const(0))
+
+
+def fits_unroll_budget(loop: S.For) -> bool:
+    """Whether fully unrolling ``loop`` keeps the code small: a constant extent of at most
+    MAX_UNROLL, and at most MAX_UNROLLED_STMTS statements in all the copies."""
+    return (is_const(loop.extent) and loop.extent.value <= MAX_UNROLL
+            and loop.extent.value * _StmtCount.of(loop.body) <= MAX_UNROLLED_STMTS)
+
+
+class _StmtCount(StmtExprVisitor):
+    """How many statements running a body executes (loops count their extent, when constant)."""
+
+    @staticmethod
+    def of(stmt) -> int:
+        counter = _StmtCount()
+        counter.visit(stmt)
+        return counter.count
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def visit_BufferStore(self, store):
+        self.count += 1
+
+    def visit_Evaluate(self, stmt):
+        self.count += 1
+
+    def visit_For(self, loop):
+        inner = _StmtCount.of(loop.body)
+        self.count += inner * (loop.extent.value if is_const(loop.extent) else MAX_UNROLL)

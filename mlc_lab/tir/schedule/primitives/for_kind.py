@@ -18,6 +18,8 @@ class ForKindPrimitives:
                 func, [node])
         if kind != "unrolled":
             self._check_loop_is_spatial(node, index, primitive, func)
+        if kind == "parallel":
+            _check_not_nested_in_parallel(node, index, func)
         if kind == "vectorized" and const_int(node.extent) is None:
             raise errors.WrongLoopKindError(
                 primitive, f"loop {node.loop_var.name} has the symbolic extent {node.extent}; only "
@@ -228,3 +230,18 @@ class ForKindPrimitives:
         new_holder = holder.replace(annotations=tuple(sorted(annotations.items())))
         new = new_holder if holder is node else node.replace(block=new_holder)
         self._replace(func_name, {id(node): new}, primitive)
+
+
+def _check_not_nested_in_parallel(node: S.For, index, func) -> None:
+    """CPU targets run one level of parallel loops: a parallel loop may not enclose, or sit inside,
+    another one."""
+    pairs = [(anc, node) for anc in index.path(node)
+             if isinstance(anc, S.For) and anc.kind == "parallel"]
+    pairs += [(node, loop) for loop in index.order if isinstance(loop, S.For)
+              and loop.kind == "parallel" and any(anc is node for anc in index.path(loop))]
+    for pair in pairs:
+        raise errors.NestedParallelError(
+            "parallel", f"loop {pair[1].loop_var.name} would be a parallel loop nested inside the "
+            f"parallel loop {pair[0].loop_var.name}; CPU targets run one level of parallel loops, "
+            "so fuse the two loops and parallelise the fused loop, or keep one of them serial",
+            func, list(pair))

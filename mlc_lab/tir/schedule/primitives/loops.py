@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from functools import reduce
 
-from ....arith import simplify
+from ....arith import can_prove, simplify
 from .. import errors
 from ... import expr as E
 from ... import stmt as S
@@ -62,32 +62,38 @@ class LoopPrimitives:
         extent = const_int(simplify(node.extent))
         known = reduce(lambda a, b: a * b, [v for v in values if v is not None], 1)
         name = node.loop_var.name
+        dtype = node.loop_var.dtype
         if None in values:
-            if extent is None:
-                raise errors.FactorError("split", f"loop {name} has the symbolic extent {node.extent}; "
-                                         "give every factor as an int", func, [node])
-            values[values.index(None)] = -(-extent // known)
-        elif extent is not None and known != extent:
-            raise errors.FactorError(
+            inferred = (-(-extent // known) if extent is not None
+                        else simplify(E.FloorDiv(node.extent + E.const(known - 1, dtype), E.const(known, dtype))))
+            values[values.index(None)] = inferred
+        elif extent is None:
+            if not can_prove(E.const(known, dtype) >= node.extent):
+                raise errors.WrongFactorProductError(
+                    "split", f"the factors {values} cover {known} iterations but loop {name} has the "
+                    f"symbolic extent {node.extent}, which may be larger; give one factor as None so "
+                    "it is inferred from the extent", func, [node])
+        elif known != extent:
+            raise errors.WrongFactorProductError(
                 "split", f"the factors {values} multiply to {known} but loop {name} has extent "
                 f"{extent}; make them multiply to {extent} or use None for one factor", func, [node])
-        total = reduce(lambda a, b: a * b, values, 1)
-        dtype = node.loop_var.dtype
+        exact = extent is not None and reduce(lambda a, b: a * b, values, 1) == extent
+        extents = [E.const(f, dtype) if isinstance(f, int) else f for f in values]
         new_vars = [E.Var(f"{name}_{k}", dtype) for k in range(len(values))]
-        fused_index, stride = None, 1
-        for var, factor in reversed(list(zip(new_vars, values))):
-            term = var if stride == 1 else var * E.const(stride, dtype)
+        fused_index, stride = None, E.const(1, dtype)
+        for var, factor in reversed(list(zip(new_vars, extents))):
+            term = var if const_int(stride) == 1 else var * stride
             fused_index = term if fused_index is None else term + fused_index
-            stride *= factor
-        if not (isinstance(node.min, E.IntImm) and node.min.value == 0):
+            stride = simplify(stride * factor)
+        if const_int(node.min) != 0:
             fused_index = fused_index + node.min
-        ranges = {v: S.Range(E.const(0, dtype), E.const(f, dtype)) for v, f in zip(new_vars, values)}
+        ranges = {v: S.Range(E.const(0, dtype), f) for v, f in zip(new_vars, extents)}
         body = substitute(node.body, {node.loop_var: fused_index}, ranges)
-        if total != extent:
+        if not exact and not (None in factors and known == 1):
             bound = node.extent if extent is None else E.const(extent, dtype)
             body = add_predicate(body, lambda _: simplify(fused_index - node.min, ranges) < bound)
-        for var, factor in reversed(list(zip(new_vars, values))):
-            body = S.For(var, E.const(0, dtype), E.const(factor, dtype), "serial", body)
+        for var, factor in reversed(list(zip(new_vars, extents))):
+            body = S.For(var, E.const(0, dtype), factor, "serial", body)
         self._replace(func_name, {id(node): body}, "split")
         return [self._loop_rv_of_var(v, func_name) for v in new_vars]
 
