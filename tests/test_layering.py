@@ -25,8 +25,9 @@ def core_modules() -> dict[str, Path]:
     return {module_name(p): p for package in CORE for p in sorted((ROOT / package).rglob("*.py"))}
 
 
-def module_level_imports(name: str, path: Path, known: dict) -> set[str]:
-    """The modules of ``known`` that ``name`` imports at module level (any depth of if/try)."""
+def imported_modules(name: str, path: Path, known: dict, everywhere: bool = False) -> set[str]:
+    """The modules of ``known`` that ``name`` imports at module level (any depth of if/try), or
+    anywhere in the file, function bodies included, with ``everywhere``."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
 
@@ -52,7 +53,11 @@ def module_level_imports(name: str, path: Path, known: dict) -> set[str]:
                 walk(getattr(stmt, "finalbody", []))
                 for handler in getattr(stmt, "handlers", []):
                     walk(handler.body)
-    walk(ast.parse(path.read_text(), str(path)).body)
+    tree = ast.parse(path.read_text(), str(path))
+    if everywhere:
+        walk(node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom)))
+    else:
+        walk(tree.body)
     found.discard(None)
     # Importing a module runs the __init__ of every package above it first (those above the
     # importer itself are already under way).
@@ -66,9 +71,9 @@ def module_level_imports(name: str, path: Path, known: dict) -> set[str]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(everywhere: bool = False) -> dict[str, set[str]]:
     known = core_modules()
-    return {name: module_level_imports(name, path, known) for name, path in known.items()}
+    return {name: imported_modules(name, path, known, everywhere) for name, path in known.items()}
 
 
 def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -122,7 +127,7 @@ def test_core_packages_have_no_import_cycle():
 
 
 def test_base_ir_does_not_import_the_script_package():
-    uses = sorted(f"{name} imports {target}" for name, targets in import_graph().items()
+    uses = sorted(f"{name} imports {target}" for name, targets in import_graph(everywhere=True).items()
                   if name.startswith("mlc_lab.ir") for target in targets
                   if target.startswith("mlc_lab.script"))
     assert not uses, "\n".join(uses)
@@ -131,3 +136,27 @@ def test_base_ir_does_not_import_the_script_package():
 def test_the_cycle_finder_reports_a_cycle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert find_cycles(graph) == [["a", "b", "c", "a"]]
+
+
+def test_every_package_lists_its_public_names():
+    """Each package's ``__all__`` is a list of names it defines, without repeats, and the only
+    modules in it are its own subpackages and submodules (no leaked imports such as ``sys``)."""
+    import importlib
+    import types
+    problems = []
+    for init in sorted(ROOT.rglob("__init__.py")):
+        name = module_name(init)
+        package = importlib.import_module(name)
+        public = getattr(package, "__all__", None)
+        if not isinstance(public, list):
+            problems.append(f"{name}: no __all__ list")
+            continue
+        if len(set(public)) != len(public):
+            problems.append(f"{name}: repeated names in __all__")
+        for entry in public:
+            value = getattr(package, entry, None)
+            if value is None:
+                problems.append(f"{name}: __all__ names {entry!r}, which it does not define")
+            elif isinstance(value, types.ModuleType) and not value.__name__.startswith(name + "."):
+                problems.append(f"{name}: __all__ names the module {value.__name__}")
+    assert not problems, "\n".join(problems)
