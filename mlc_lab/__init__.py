@@ -15,6 +15,6 @@ _sys.modules[__name__ + ".transform"] = transform
 
 __version__ = "0.1.0"
 # mlc_lab.codegen (which loads llvmlite) and mlc_lab.testing are imported where they are used.
-__all__ = ["arith", "frontend", "ir", "relax", "runtime", "script", "te", "tir", "topi", "transform",
-           "build", "lower", "IRModule", "nd", "Device", "cpu", "cuda", "register_func",
+__all__ = ["arith", "frontend", "ir", "relax", "runtime", "script", "te", "tir", "topi",
+           "transform", "build", "lower", "IRModule", "nd", "Device", "cpu", "cuda", "register_func",
            "get_global_func"]

@@ -14,11 +14,11 @@ import dataclasses
 _printer = None
 
 
-def set_printer(printer) -> None:
-    """Install ``printer``: an object (e.g. a module) with ``script(node, **kwargs) -> str`` and
-    ``show(node, **kwargs)``, used by ``node.script()``, ``node.show()``, ``str(node)``."""
+def set_printer(new_printer) -> None:
+    """Install ``new_printer``: an object (e.g. a module) with ``script(node, **kwargs) -> str``
+    and ``show(node, **kwargs)``, used by ``node.script()``, ``node.show()``, ``str(node)``."""
     global _printer
-    _printer = printer
+    _printer = new_printer
 
 
 def printer():

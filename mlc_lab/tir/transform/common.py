@@ -56,7 +56,8 @@ def _positional_parameters(func: Callable) -> int:
 def prim_func_pass(pass_func=None, opt_level: int = 0, name: Optional[str] = None, required=()):
     """Make a PrimFuncPass from ``f(func) -> func`` or ``f(func, mod, ctx) -> func``, or from a
     class with ``transform_function(self, func, mod, ctx)`` (then calling the class makes the
-    pass). Use it bare (``@prim_func_pass``) or with arguments (``@prim_func_pass(opt_level=0)``)."""
+    pass). Use it bare (``@prim_func_pass``) or with arguments
+    (``@prim_func_pass(opt_level=0)``)."""
     return pass_decorator(PrimFuncPass, pass_func, opt_level, name, required)
 
 
