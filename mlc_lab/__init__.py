@@ -1,7 +1,8 @@
 """mlc_lab: a small machine-learning compiler and the course material that teaches with it."""
 import sys as _sys
 
-from . import frontend, ir, relax, te, tir, topi
+from . import arith, frontend, ir, relax, runtime, te, tir, topi
+from . import script  # installs the printer that every IR node prints through (see ir.node)
 from .driver import build
 from .ir import IRModule, transform
 from .runtime import ndarray as nd
@@ -13,5 +14,7 @@ from .tir.transform import lower
 _sys.modules[__name__ + ".transform"] = transform
 
 __version__ = "0.1.0"
-__all__ = ["frontend", "ir", "relax", "te", "tir", "topi", "transform", "build", "lower", "IRModule", "nd",
-           "Device", "cpu", "cuda", "register_func", "get_global_func"]
+# mlc_lab.codegen (which loads llvmlite) and mlc_lab.testing are imported where they are used.
+__all__ = ["arith", "frontend", "ir", "relax", "runtime", "script", "te", "tir", "topi",
+           "transform", "build", "lower", "IRModule", "nd", "Device", "cpu", "cuda", "register_func",
+           "get_global_func"]

@@ -102,12 +102,12 @@ def mm_relu(A: T.Buffer((16384,), "float32"), B: T.Buffer((16384,), "float32"), 
 
 
 def test_debug_mode_names_the_pass_that_broke_the_ir(monkeypatch):
-    def drop_allocations(mod):
+    @transform.prim_func_pass
+    def drop_allocations(func):
         class Drop(tir.StmtExprMutator):
             def visit_Allocate(self, alloc):
                 return self.visit(alloc.body)
-        return IRModule({gv: f.replace(body=Drop().visit(f.body)) for gv, f in mod.functions.items()})
-    drop_allocations.__name__ = "drop_allocations"
+        return func.replace(body=Drop().visit(func.body))
     broken = PASSES[:3] + [drop_allocations] + PASSES[3:]
     monkeypatch.setattr(transform.pipeline, "PASSES", broken)
     with pytest.raises(LoweringError, match="lowering pass drop_allocations broke the IR.*buffer Y") as info:

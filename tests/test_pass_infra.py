@@ -1,6 +1,9 @@
-"""Pass infrastructure: pass objects and decorators, Sequential, PassContext and instruments."""
+"""Pass infrastructure: pass objects and decorators, Sequential, PassContext and instruments, at
+the graph level and for the lowering passes."""
 import io
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 import mlc_lab
@@ -8,8 +11,10 @@ from mlc_lab import relax, tir
 from mlc_lab.ir import IRModule
 from mlc_lab.relax import op as R
 from mlc_lab.relax import transform as RT
-from mlc_lab.ir.transform import (PassContext, PassInfo, PassTimingInstrument, PrintDiff,
-                                  PrintIRBeforeAfter, Sequential, function_pass, module_pass)
+from mlc_lab.tir import transform as tir_transform
+from mlc_lab.ir.transform import (PassContext, PassInfo, PassTimingInstrument, PrintAfterAll,
+                                  PrintBeforeAll, PrintDiff, PrintIRBeforeAfter, Sequential,
+                                  function_pass, module_pass)
 
 
 def small_module():
@@ -185,7 +190,8 @@ def test_pass_contexts_nest_and_restore():
     assert log == ["enter", "before LegalizeOps", "after LegalizeOps", "exit"]
 
 
-def test_debug_mode_names_the_pass_that_broke_the_ir():
+def test_debug_mode_names_the_pass_that_broke_the_ir(monkeypatch):
+    monkeypatch.delenv("MLC_LAB_DEBUG", raising=False)
     @module_pass(name="DropAllocations")
     def drop_allocations(mod, ctx):
         out = IRModule(mod.functions)
@@ -204,3 +210,177 @@ def test_debug_mode_names_the_pass_that_broke_the_ir():
         with pytest.raises(tir.VerifyError, match="pass DropAllocations produced ill-formed IR"):
             drop_allocations(mod)
         RT.FuseOps()(mod)                          # a well-behaved pass passes the check
+
+
+# ----------------------------------------------------------------------------------------------
+# The lowering passes are passes like the graph-level ones: the same context and instruments.
+LOWERING_NAMES = ["lower_init_block", "plan_and_compact_allocations", "lower_blocks",
+                  "flatten_buffer", "simplify", "unroll_loop", "vectorize_loop", "simplify"]
+
+
+def small_prim_func():
+    from corpus import loop_kinds
+    return loop_kinds
+
+
+def printed_passes(out: str, when: str) -> list:
+    return [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith(f"# {when} pass: ")]
+
+
+def test_print_ir_before_after_shows_every_lowering_pass(capsys):
+    with PassContext(instruments=[PrintIRBeforeAfter()]):
+        low = mlc_lab.lower(small_prim_func())
+    out = capsys.readouterr().out
+    assert printed_passes(out, "Before") == LOWERING_NAMES == printed_passes(out, "After")
+    assert "sequential" not in out and "# Before pass: lower\n" not in out
+    sections = out.split("# After pass: ")
+    after_lower_blocks = next(s for s in sections if s.startswith("lower_blocks\n"))
+    assert "T.block" not in after_lower_blocks and "for io in T.parallel(4):" in after_lower_blocks
+    assert "with T.block" in sections[0]                     # the IR before lowering is shown
+    assert sections[-1].split("\n", 1)[1].strip() == IRModule({"loop_kinds": low["loop_kinds"]}).script()
+
+
+def test_print_ir_before_after_around_build_llvm_shows_the_lowering(capsys):
+    with PassContext(instruments=[PrintIRBeforeAfter()]):
+        lib = mlc_lab.build(small_prim_func(), target="llvm")
+    assert printed_passes(capsys.readouterr().out, "After") == LOWERING_NAMES
+    a = np.random.rand(64, 64).astype("float32")
+    b = mlc_lab.nd.empty((64, 64), "float32")
+    lib["loop_kinds"](mlc_lab.nd.array(a), b)
+    np.testing.assert_allclose(b.numpy(), a * 0.5 + np.arange(64, dtype="float32"), rtol=1e-6)
+
+
+def test_print_before_all_after_all_and_diff_see_lowering_passes(capsys):
+    text = io.StringIO()
+    with PassContext(instruments=[PrintBeforeAll(), PrintAfterAll(), PrintDiff(file=text)]):
+        mlc_lab.lower(small_prim_func())
+    out = capsys.readouterr().out
+    assert printed_passes(out, "Before") == LOWERING_NAMES == printed_passes(out, "After")
+    diff = text.getvalue()
+    assert [line[2:] for line in diff.splitlines() if line.startswith("# ")] == LOWERING_NAMES
+    lower_blocks_diff = diff.split("# lower_blocks\n")[1].split("\n# ")[0]
+    assert '-                    with T.block("B"):' in lower_blocks_diff
+    assert "+                    B[io * 16 + ii, j] = A[io * 16 + ii, j]" in lower_blocks_diff
+
+
+def test_timing_lists_graph_and_lowering_passes_of_relax_build():
+    timing = PassTimingInstrument()
+    with PassContext(instruments=[timing]):
+        ex = relax.build(small_module(), target="llvm", opt_level=1)
+    names = [name for name, _, _ in timing.timings]
+    assert {"LegalizeOps", "FuseOps", "FuseTIR"} <= set(names)
+    lower_at = names.index("lower")
+    assert names[lower_at + 1:lower_at + 9] == LOWERING_NAMES
+    assert names.index("LegalizeOps") < lower_at
+    depth = {name: d for name, d, _ in timing.timings}
+    assert depth["lower_blocks"] == depth["lower"] + 1
+    assert "    lower_blocks: " in timing.render()
+    x = np.random.rand(4, 4).astype("float32")
+    out = relax.VirtualMachine(ex, mlc_lab.cpu())["main"](mlc_lab.nd.array(x))
+    np.testing.assert_allclose(out.numpy(), np.maximum(np.exp(x), 0), rtol=1e-5)
+
+
+def test_lowering_in_debug_mode_keeps_the_instruments_of_the_context():
+    timing, rec = PassTimingInstrument(), Recorder()
+    with PassContext(instruments=[timing, rec]):
+        mlc_lab.lower(small_prim_func(), debug=True)
+    assert [name for name, _, _ in timing.timings] == ["lower"] + LOWERING_NAMES
+    assert rec.log[0] == "enter" and rec.log.count("enter") == 1 and rec.log[-1] == "exit"
+
+
+@tir_transform.prim_func_pass(opt_level=0)
+def drop_allocations(func):
+    """Deliberately broken: removes every allocation but keeps the buffer's uses."""
+    class Drop(tir.StmtExprMutator):
+        def visit_Allocate(self, alloc):
+            return self.visit(alloc.body)
+    return func.replace(body=Drop().visit(func.body))
+
+
+def test_debug_verifier_names_a_broken_prim_func_pass_in_a_sequential(monkeypatch):
+    monkeypatch.delenv("MLC_LAB_DEBUG", raising=False)
+    from corpus import mm_relu
+    lowered_early = Sequential(tir_transform.PASSES[:4])(IRModule({"mm_relu": mm_relu}))
+    seq = Sequential([tir_transform.simplify, drop_allocations, tir_transform.unroll_loop])
+    seq(lowered_early)                                   # not checked outside debug mode
+    with PassContext(config={"debug": True}):
+        with pytest.raises(tir.VerifyError, match="pass drop_allocations produced ill-formed IR.*Y"):
+            seq(lowered_early)
+        Sequential([tir_transform.simplify, tir_transform.unroll_loop])(lowered_early)
+
+
+def test_lowering_checks_the_stage_each_pass_reaches(monkeypatch):
+    """In debug mode a lowering pass is checked with verify_lowered at the stage reached after it,
+    which tir.verify alone would not catch: here a lower_blocks that leaves the blocks."""
+    from corpus import mm_relu
+    keep_blocks = tir_transform.prim_func_pass(lambda func: func, name="lower_blocks")
+    passes = [keep_blocks if p is tir_transform.lower_blocks else p for p in tir_transform.PASSES]
+    monkeypatch.setattr(tir_transform.pipeline, "PASSES", passes)
+    with PassContext(config={"debug": True}):
+        with pytest.raises(tir_transform.LoweringError, match="lowering pass lower_blocks broke") as info:
+            mlc_lab.lower(mm_relu)
+    assert info.value.pass_name == "lower_blocks" and "block" in str(info.value)
+
+
+def test_disabled_pass_turns_off_a_lowering_optimization_only():
+    from corpus import loop_kinds
+    with PassContext(disabled_pass=["unroll_loop", "vectorize_loop"]):
+        low = mlc_lab.lower(loop_kinds)["loop_kinds"]
+        lib = mlc_lab.build(loop_kinds, target="llvm")
+    tir_transform.verify_lowered(low)
+    assert "T.unroll(16)" in low.script() and "T.vectorized(64)" in low.script()
+    assert "T.unroll" not in mlc_lab.lower(loop_kinds)["loop_kinds"].script()
+    a = np.random.rand(64, 64).astype("float32")
+    b = mlc_lab.nd.empty((64, 64), "float32")
+    lib["loop_kinds"](mlc_lab.nd.array(a), b)
+    np.testing.assert_allclose(b.numpy(), a * 0.5 + np.arange(64, dtype="float32"), rtol=1e-6)
+    with PassContext(disabled_pass=["lower_blocks"]):
+        with pytest.raises(ValueError, match="lowering pass lower_blocks cannot be disabled"):
+            mlc_lab.lower(loop_kinds)
+
+
+def test_prim_func_pass_forms():
+    from corpus import vector_add
+    seen = []
+
+    @tir_transform.prim_func_pass
+    def bare(func):
+        seen.append("bare")
+        return func.with_attr("bare", True)
+
+    @tir_transform.prim_func_pass(opt_level=1, name="WithModule")
+    def with_module(func, mod, ctx):
+        seen.append((type(mod).__name__, type(ctx).__name__))
+        return func
+
+    @tir_transform.prim_func_pass(opt_level=0)
+    class Tag:
+        def __init__(self, key):
+            self.key = key
+
+        def transform_function(self, func, mod, ctx):
+            return func.with_attr(self.key, 1)
+
+    assert isinstance(bare, tir_transform.PrimFuncPass) and bare.info == PassInfo(0, "bare")
+    assert with_module.info == PassInfo(1, "WithModule") and Tag("k").info.name == "Tag"
+    mod = RT.LegalizeOps()(small_module())
+    out = Sequential([bare, with_module, Tag("tagged")])(mod)
+    assert seen == ["bare", "bare", ("IRModule", "PassContext"), ("IRModule", "PassContext")]
+    assert out["exp"].attr_dict["bare"] is True and out["relu"].attr_dict["tagged"] == 1
+    assert out["main"] is mod["main"]                    # graph-level functions pass through
+    assert bare(vector_add).attr_dict["bare"] is True
+    with pytest.raises(TypeError, match="bare expects an IRModule or a PrimFunc"):
+        bare("vector_add")
+    with pytest.raises(TypeError, match="turned PrimFunc 'vector_add' into int"):
+        tir_transform.prim_func_pass(lambda func: 0, name="broken")(vector_add)
+
+
+def test_mlc_lab_debug_is_read_in_one_place(monkeypatch):
+    from mlc_lab._env import debug_enabled
+    for value, expected in (("", False), ("0", False), ("1", True), ("yes", True)):
+        monkeypatch.setenv("MLC_LAB_DEBUG", value)
+        assert debug_enabled() is expected and PassContext().debug is expected
+    root = Path(mlc_lab.__file__).parent
+    readers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                     if '"MLC_LAB_DEBUG"' in p.read_text())
+    assert readers == ["_env.py"]

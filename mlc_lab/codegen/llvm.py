@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import llvmlite.binding as llvm_binding
 import llvmlite.ir as ir
 
+from .._env import debug_enabled
 from ..target import Target
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -86,7 +87,7 @@ def render_module(functions: dict, target=None) -> tuple[str, dict]:
     codegen = ModuleCodegen(llvm_target(target).attrs)
     abis = {name: codegen.add_function(func, name) for name, func in functions.items()}
     text = str(codegen.module)
-    if os.environ.get("MLC_LAB_DEBUG") == "1":
+    if debug_enabled():
         print(f"=== mlc_lab llvm: generated IR for {', '.join(functions)} ===\n{text}", file=sys.stderr)
     return text, abis
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 import difflib
 import html
 
+from .._env import in_notebook
+
 
 def _text(x) -> str:
     return x if isinstance(x, str) else x.script()
@@ -37,7 +39,6 @@ def side_by_side_html(before, after, title: str = "") -> str:
 
 
 def show_diff(before, after, title: str = "") -> None:
-    from ..script.highlight import in_notebook
     if in_notebook():
         from IPython.display import HTML, display
         display(HTML(side_by_side_html(before, after, title)))

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .node import printer
+
 
 @dataclass(frozen=True)
 class GlobalVar:
@@ -78,12 +80,10 @@ class IRModule:
         return len(self._functions)
 
     def script(self, **kwargs) -> str:
-        from ..script.printer import script
-        return script(self, **kwargs)
+        return printer().script(self, **kwargs)
 
     def show(self, **kwargs) -> None:
-        from ..script.printer import show
-        show(self, **kwargs)
+        printer().show(self, **kwargs)
 
     def __str__(self) -> str:
         return self.script()

@@ -2,10 +2,30 @@
 
 Nodes compare and hash by identity (like object references); ``structural_equal`` and
 ``structural_hash`` in :mod:`mlc_lab.ir.structural` compare them by content.
+
+Printing is done by the script printer, which sits above the IR and installs itself here with
+``set_printer`` when it is imported (``import mlc_lab`` does so), so the base IR depends on no
+printer.
 """
 from __future__ import annotations
 
 import dataclasses
+
+_printer = None
+
+
+def set_printer(new_printer) -> None:
+    """Install ``new_printer``: an object (e.g. a module) with ``script(node, **kwargs) -> str``
+    and ``show(node, **kwargs)``, used by ``node.script()``, ``node.show()``, ``str(node)``."""
+    global _printer
+    _printer = new_printer
+
+
+def printer():
+    """The installed printer; raises RuntimeError when none is."""
+    if _printer is None:
+        raise RuntimeError("no IR printer is installed; import mlc_lab (or mlc_lab.script.printer)")
+    return _printer
 
 
 class Node:
@@ -20,12 +40,10 @@ class Node:
         return dataclasses.replace(self, **changes)
 
     def script(self, **kwargs) -> str:
-        from ..script.printer import script
-        return script(self, **kwargs)
+        return printer().script(self, **kwargs)
 
     def show(self, **kwargs) -> None:
-        from ..script.printer import show
-        show(self, **kwargs)
+        printer().show(self, **kwargs)
 
     def __str__(self) -> str:
         return self.script()

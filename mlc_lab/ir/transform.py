@@ -10,19 +10,26 @@ it under the current PassContext, whose instruments see the module before and af
 (``run_before_pass(mod, info)`` / ``run_after_pass(mod, info)``). A Sequential runs a member pass
 only when the context enables it: its name is in ``required_pass``, or it is not in
 ``disabled_pass`` and its ``opt_level`` is at most the context's. With ``MLC_LAB_DEBUG=1`` (or
-``config={"debug": True}``) the PrimFuncs are verified after every pass, and a failure names the
-pass that broke them.
+``config={"debug": True}``) the module is checked after every pass by the pass's ``info.verify``
+(by default ``tir.verify`` on its PrimFuncs), and a failure names the pass that broke it.
+
+Graph passes (``relax.transform``) and the loop-level lowering passes (``tir.transform``, made
+with ``tir.transform.prim_func_pass``) are the same kind of object, so one PassContext and its
+instruments see both: ``mlc_lab.lower`` and ``mlc_lab.build`` run the lowering as a Sequential.
 """
 from __future__ import annotations
 
+import contextlib
+import copy
+import dataclasses
 import functools
 import inspect
-import os
 import sys
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from .._env import debug_enabled
 from .module import IRModule
 
 
@@ -34,6 +41,9 @@ class PassInfo:
     required: tuple = ()
     traceable: bool = False
     composite: bool = False  # a Sequential: instruments that print skip it and show its members
+    # The debug-mode check run after the pass: ``verify(mod, info)`` raises when the pass broke
+    # the IR. None means ``tir.verify`` on every PrimFunc; lowering passes check their stage.
+    verify: Optional[Callable] = dataclasses.field(default=None, compare=False, repr=False)
 
 
 class Pass:
@@ -57,6 +67,12 @@ class Pass:
 
     def transform_module(self, mod: IRModule, ctx: "PassContext") -> IRModule:
         raise NotImplementedError(f"{type(self).__name__} must implement transform_module(mod, ctx)")
+
+    def with_verify(self, verify: Callable) -> "Pass":
+        """This pass, checked in debug mode by ``verify(mod, info)`` instead of its own check."""
+        checked = copy.copy(self)
+        checked.info = dataclasses.replace(self.info, verify=verify)
+        return checked
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.info.name} opt_level={self.info.opt_level}>"
@@ -109,7 +125,10 @@ class Sequential(Pass):
         return f"Sequential([{', '.join(p.info.name for p in self.passes)}])"
 
 
-def _make_pass(cls: type, target, opt_level: int, name: Optional[str], required):
+def pass_decorator(cls: type, target, opt_level: int, name: Optional[str], required):
+    """What ``module_pass``, ``function_pass`` and ``tir.transform.prim_func_pass`` share: wrap
+    a function (or a class with ``transform_module``/``transform_function``) into a ``cls`` pass;
+    used bare (``target`` given) or with arguments (``target`` None: returns the decorator)."""
     def create(obj):
         if inspect.isclass(obj):
             @functools.wraps(obj, updated=())
@@ -128,13 +147,13 @@ def _make_pass(cls: type, target, opt_level: int, name: Optional[str], required)
 def module_pass(pass_func=None, opt_level: int = 0, name: Optional[str] = None, required=()):
     """Make a ModulePass from ``f(mod, ctx) -> mod``, or from a class with
     ``transform_module(self, mod, ctx)`` (then calling the class makes the pass)."""
-    return _make_pass(ModulePass, pass_func, opt_level, name, required)
+    return pass_decorator(ModulePass, pass_func, opt_level, name, required)
 
 
 def function_pass(pass_func=None, opt_level: int = 0, name: Optional[str] = None, required=()):
     """Make a FunctionPass from ``f(func, mod, ctx) -> func``, or from a class with
     ``transform_function(self, func, mod, ctx)``."""
-    return _make_pass(FunctionPass, pass_func, opt_level, name, required)
+    return pass_decorator(FunctionPass, pass_func, opt_level, name, required)
 
 
 class PassContext:
@@ -168,6 +187,18 @@ class PassContext:
         for inst in self.instruments:
             _hook(inst, "exit_pass_ctx")()
 
+    @contextlib.contextmanager
+    def with_config(self, **config):
+        """Run the enclosed code under a copy of this context with ``config`` entries replaced
+        (e.g. ``debug=True``); the instruments carry on as they are, without being entered again."""
+        inner = copy.copy(self)
+        inner.config = {**self.config, **config}
+        PassContext._stack.append(inner)
+        try:
+            yield inner
+        finally:
+            PassContext._stack.pop()
+
     def pass_enabled(self, info: PassInfo) -> bool:
         if info.name in self.disabled_pass:
             return False
@@ -175,7 +206,7 @@ class PassContext:
 
     @property
     def debug(self) -> bool:
-        return bool(self.config.get("debug")) or os.environ.get("MLC_LAB_DEBUG", "") not in ("", "0")
+        return bool(self.config.get("debug")) or debug_enabled()
 
     def _should_run(self, mod, info) -> bool:
         return all(_hook(inst, "should_run", True)(mod, info) for inst in self.instruments)
@@ -189,17 +220,21 @@ class PassContext:
             _hook(inst, "run_after_pass")(mod, info)
 
     def _check(self, mod: IRModule, info: PassInfo) -> None:
-        if not self.debug or info.composite:
-            return
-        from ..tir.verify import VerifyError, verify
-        try:
-            verify(mod)
-        except VerifyError as err:
-            raise VerifyError(f"pass {info.name} produced ill-formed IR: {err}", err.func_name,
-                              err.node, err.rule) from None
+        if self.debug and not info.composite:
+            (info.verify or _verify_well_formed)(mod, info)
 
 
 _DEFAULT = PassContext()
+
+
+def _verify_well_formed(mod: IRModule, info: PassInfo) -> None:
+    # tir sits above this module, so its verifier is looked up when a check runs.
+    from ..tir.verify import VerifyError, verify
+    try:
+        verify(mod)
+    except VerifyError as err:
+        raise VerifyError(f"pass {info.name} produced ill-formed IR: {err}", err.func_name,
+                          err.node, err.rule) from None
 
 
 def _hook(instrument, name: str, default=None):
@@ -309,4 +344,5 @@ class PassTimingInstrument(PassInstrument):
 
 __all__ = ["FunctionPass", "ModulePass", "Pass", "PassContext", "PassInfo", "PassInstrument",
            "PassTimingInstrument", "PrintAfterAll", "PrintBeforeAll", "PrintDiff",
-           "PrintIRBeforeAfter", "Sequential", "function_pass", "module_pass", "pass_instrument"]
+           "PrintIRBeforeAfter", "Sequential", "function_pass", "module_pass", "pass_decorator",
+           "pass_instrument"]

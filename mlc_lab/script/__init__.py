@@ -1,7 +1,7 @@
 """The script language: TVMScript-style Python for IR
 (``from mlc_lab.script import ir as I, tir as T, relax as R``)."""
-from . import ir, relax, tir
+from . import ir, printer, relax, tir
 from .errors import ScriptError
 from .parser import from_source
 
-__all__ = ["ScriptError", "from_source", "ir", "relax", "tir"]
+__all__ = ["ScriptError", "from_source", "ir", "printer", "relax", "tir"]

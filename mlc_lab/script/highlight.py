@@ -4,20 +4,13 @@ from __future__ import annotations
 import html
 import re
 
+from .._env import in_notebook
+
 _TOKEN = re.compile(r"""(?P<comment>\#[^\n]*)|(?P<string>"[^"\n]*"|'[^'\n]*')|(?P<deco>@[\w.]+)
     |(?P<keyword>\b(?:def|class|for|in|with|if|else|elif|return|and|or|not|True|False|None)\b)
     |(?P<ns>\b[TIR]\.[\w.]+)|(?P<number>\b\d+(?:\.\d*)?(?:e[+-]?\d+)?\b)""", re.VERBOSE)
 _COLORS = {"comment": "#6a737d", "string": "#032f62", "deco": "#6f42c1", "keyword": "#d73a49",
            "ns": "#005cc5", "number": "#e36209"}
-
-
-def in_notebook() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and hasattr(shell, "kernel")
 
 
 def to_html(code: str) -> str:

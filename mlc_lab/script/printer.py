@@ -6,8 +6,10 @@ in ``underline`` get a caret line beneath them, so errors can point at the culpr
 from __future__ import annotations
 
 import json
+import sys
 
 from ..ir.module import IRModule
+from ..ir.node import set_printer
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
@@ -336,3 +338,8 @@ def _vars_in(exprs) -> list:
                 walk(x)
     walk(tuple(exprs))
     return out
+
+
+# The IR nodes print through this module: mlc_lab.ir sits below the script package and knows it
+# only through this hook.
+set_printer(sys.modules[__name__])

@@ -1,4 +1,5 @@
 """tir.Schedule and its primitives (one mixin per family in primitives/)."""
+from . import errors as _errors
 from .errors import *  # noqa: F401,F403  (the error classes are part of the public API)
 from .errors import ScheduleError
 from .primitives.blockize import BlockizePrimitives
@@ -23,5 +24,8 @@ class Schedule(LoopPrimitives, ForKindPrimitives, ComputeLocationPrimitives, Inl
     ``sch.trace`` the replayable record, ``sch.history`` every step with the module after it."""
 
 
-__all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "Trace", "Instruction", "Step",
-           "TensorIntrin"]
+# Every error class of errors.py, whichever are added there later.
+_ERROR_CLASSES = sorted(name for name, value in vars(_errors).items()
+                        if isinstance(value, type) and issubclass(value, ScheduleError))
+__all__ = ["Schedule", "BlockRV", "LoopRV", "Trace", "Instruction", "Step",
+           "TensorIntrin"] + _ERROR_CLASSES

@@ -1,15 +1,18 @@
 """Lowering: from scheduled block-form PrimFuncs to flat loop code (one file per pass; the order is
-in pipeline.PASSES)."""
+in pipeline.PASSES). Every lowering pass is a PrimFuncPass (``prim_func_pass``), run under the
+PassContext like the graph-level passes."""
+from .common import PrimFuncPass, prim_func_pass
 from .flatten_buffer import flatten_buffer
 from .lower_blocks import lower_blocks
 from .lower_init_block import lower_init_block
-from .pipeline import PASSES, LoweringError, lower
+from .pipeline import PASSES, REQUIRED, STAGE_AFTER, LoweringError, lower, lowering_sequence
 from .plan_and_compact_allocations import plan_and_compact_allocations
 from .simplify import simplify
 from .unroll_loop import unroll_loop
 from .vectorize_loop import vectorize_loop
 from .verify_lowered import verify_lowered
 
-__all__ = ["PASSES", "lower", "LoweringError", "verify_lowered", "lower_init_block",
-           "plan_and_compact_allocations", "lower_blocks", "flatten_buffer", "simplify", "unroll_loop",
-           "vectorize_loop"]
+__all__ = ["PASSES", "REQUIRED", "STAGE_AFTER", "LoweringError", "PrimFuncPass", "flatten_buffer",
+           "lower", "lower_blocks", "lower_init_block", "lowering_sequence",
+           "plan_and_compact_allocations", "prim_func_pass", "simplify", "unroll_loop",
+           "vectorize_loop", "verify_lowered"]

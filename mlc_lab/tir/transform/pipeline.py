@@ -2,9 +2,10 @@
 # flat loop code the code generators take. Expects IRModules of PrimFuncs (or a lone PrimFunc).
 from __future__ import annotations
 
-import os
+import contextlib
 
 from ...ir.module import IRModule
+from ...ir.transform import Pass, PassContext, Sequential
 from ..function import PrimFunc
 from ..verify import VerifyError
 from .flatten_buffer import flatten_buffer
@@ -30,6 +31,10 @@ PASSES = [
 # The verify_lowered stage that holds once a pass has run (later passes keep it).
 STAGE_AFTER = {"lower_blocks": "no_blocks", "flatten_buffer": "flat"}
 
+# Passes whose output the code generators need; the others are optimizations that
+# PassContext(disabled_pass=[...]) may turn off.
+REQUIRED = ("lower_init_block", "plan_and_compact_allocations", "lower_blocks", "flatten_buffer")
+
 
 class LoweringError(VerifyError):
     """A lowering pass produced ill-formed IR; ``pass_name`` says which."""
@@ -40,27 +45,43 @@ class LoweringError(VerifyError):
         self.pass_name = pass_name
 
 
+def lowering_sequence() -> Sequential:
+    """PASSES as one Sequential named "lower", each member checked in debug mode against the
+    lowered-IR stage reached once it has run (a failure is a LoweringError naming it)."""
+    members: list[Pass] = []
+    stage = "blocks"
+    for lowering_pass in PASSES:
+        stage = STAGE_AFTER.get(lowering_pass.info.name, stage)
+        members.append(lowering_pass.with_verify(_stage_check(stage)))
+    return Sequential(members, name="lower")
+
+
 def lower(mod_or_func, debug: bool = False) -> IRModule:
     """Run PASSES over every PrimFunc and return the lowered IRModule (a lone PrimFunc is named by
-    its global_symbol, else "main"). With ``debug=True`` (or MLC_LAB_DEBUG=1) the IR is verified
-    after every pass and a failure names the pass that broke it; the result is always checked
-    against the lowered-IR contract."""
+    its global_symbol, else "main"). The passes run under the current PassContext, whose
+    instruments see each of them. With ``debug=True`` (or MLC_LAB_DEBUG=1, or the context's
+    ``config={"debug": True}``) the IR is verified after every pass and a failure names the pass
+    that broke it; the result is always checked against the lowered-IR contract."""
     if isinstance(mod_or_func, PrimFunc):
         mod = IRModule({mod_or_func.name or "main": mod_or_func})
     elif isinstance(mod_or_func, IRModule):
         mod = mod_or_func
     else:
         raise TypeError(f"lower expects an IRModule or a PrimFunc, got {type(mod_or_func).__name__}")
-    debug = debug or os.environ.get("MLC_LAB_DEBUG", "") not in ("", "0")
-    stage = "blocks"
-    for lowering_pass in PASSES:
-        name = lowering_pass.__name__
-        mod = lowering_pass(mod)
-        stage = STAGE_AFTER.get(name, stage)
-        if debug:
-            _check(mod, name, stage)
-    _check(mod, PASSES[-1].__name__, "flat")
+    ctx = PassContext.current()
+    refused = [name for name in REQUIRED if name in ctx.disabled_pass]
+    if refused:
+        optional = sorted({p.info.name for p in PASSES} - set(REQUIRED))
+        raise ValueError(f"lowering pass {refused[0]} cannot be disabled: the code generators need "
+                         f"its output (those that can be: {', '.join(optional)})")
+    with ctx.with_config(debug=True) if debug else contextlib.nullcontext():
+        mod = lowering_sequence()(mod)
+    _check(mod, PASSES[-1].info.name, "flat")
     return mod
+
+
+def _stage_check(stage: str):
+    return lambda mod, info: _check(mod, info.name, stage)
 
 
 def _check(mod: IRModule, pass_name: str, stage: str) -> None:
