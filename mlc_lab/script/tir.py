@@ -195,12 +195,12 @@ def Cast(dtype: str, value) -> E.PrimExpr:  # noqa: N802  (TVM's name)
 
 
 def Select(condition, true_value, false_value) -> E.Select:  # noqa: N802
-    a, b = E._unify(true_value, false_value)
+    a, b = E.unify_operands(true_value, false_value)
     return E.Select(E.convert(condition), a, b)
 
 
 def Ramp(base, stride, lanes: int) -> E.Ramp:  # noqa: N802
-    base, stride = E._unify(base, stride)
+    base, stride = E.unify_operands(base, stride)
     return E.Ramp(base, stride, int(lanes))
 
 
@@ -213,27 +213,27 @@ def evaluate(value) -> E.PrimExpr:
 
 
 def max(a, b) -> E.Max:  # noqa: A001
-    return E.Max(*E._unify(a, b))
+    return E.Max(*E.unify_operands(a, b))
 
 
 def min(a, b) -> E.Min:  # noqa: A001
-    return E.Min(*E._unify(a, b))
+    return E.Min(*E.unify_operands(a, b))
 
 
 def floordiv(a, b) -> E.FloorDiv:
-    return E.FloorDiv(*E._unify(a, b))
+    return E.FloorDiv(*E.unify_operands(a, b))
 
 
 def floormod(a, b) -> E.FloorMod:
-    return E.FloorMod(*E._unify(a, b))
+    return E.FloorMod(*E.unify_operands(a, b))
 
 
 def truncdiv(a, b) -> E.Div:
-    return E.Div(*E._unify(a, b))
+    return E.Div(*E.unify_operands(a, b))
 
 
 def truncmod(a, b) -> E.Mod:
-    return E.Mod(*E._unify(a, b))
+    return E.Mod(*E.unify_operands(a, b))
 
 
 def _intrinsic(name: str):

@@ -1,4 +1,4 @@
-# Helpers shared by the lowering passes: running a PrimFunc rewrite over a module, substitution.
+# Helpers shared by the lowering passes: running a PrimFunc rewrite over a module, loop ranges.
 # Expects loop-IR PrimFuncs (or IRModules of them); other functions in a module pass through.
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from ...ir.module import IRModule
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..functor import StmtExprMutator
 
 
 def prim_func_pass(rewrite):
@@ -28,21 +27,6 @@ def prim_func_pass(rewrite):
                 out[gv] = rewrite(func)
         return out
     return run
-
-
-class Substitute(StmtExprMutator):
-    """Replace variables (by identity) with expressions."""
-
-    def __init__(self, mapping: dict):
-        super().__init__()
-        self.mapping = {id(k): v for k, v in mapping.items()}
-
-    def visit_Var(self, var):
-        return self.mapping.get(id(var), var)
-
-
-def substitute(node, mapping: dict):
-    return Substitute(mapping).visit(node) if mapping else node
 
 
 def loop_range(loop: S.For) -> S.Range:
