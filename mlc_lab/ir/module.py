@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .node import Printable
+
 
 @dataclass(frozen=True)
 class GlobalVar:
@@ -13,7 +15,7 @@ class GlobalVar:
         return f"I.GlobalVar({self.name_hint!r})"
 
 
-class IRModule:
+class IRModule(Printable):
     """Functions by name. ``mod["f"]``, ``mod[gv]``, ``mod.functions`` ({GlobalVar: func}),
     ``mod.update_func(gv, f)``, ``mod.script()``, ``mod.show()``."""
 
@@ -77,18 +79,7 @@ class IRModule:
     def __len__(self) -> int:
         return len(self._functions)
 
-    def script(self, **kwargs) -> str:
-        from ..script.printer import script
-        return script(self, **kwargs)
-
-    def show(self, **kwargs) -> None:
-        from ..script.printer import show
-        show(self, **kwargs)
-
-    def __str__(self) -> str:
-        return self.script()
-
-    __repr__ = __str__
+    __repr__ = Printable.__str__
 
 
 def _global_var(key) -> GlobalVar:

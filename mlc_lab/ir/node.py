@@ -8,16 +8,10 @@ from __future__ import annotations
 import dataclasses
 
 
-class Node:
+class Printable:
+    """What every printable IR object shares: ``script()``, ``show()`` and ``str()`` come from
+    the printer."""
     __slots__ = ()
-
-    def fields(self):
-        """(name, value) for every dataclass field, in declaration order."""
-        return [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)]
-
-    def replace(self, **changes):
-        """A copy of this node with some fields changed (nodes are immutable)."""
-        return dataclasses.replace(self, **changes)
 
     def script(self, **kwargs) -> str:
         from ..script.printer import script
@@ -29,6 +23,18 @@ class Node:
 
     def __str__(self) -> str:
         return self.script()
+
+
+class Node(Printable):
+    __slots__ = ()
+
+    def fields(self):
+        """(name, value) for every dataclass field, in declaration order."""
+        return [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)]
+
+    def replace(self, **changes):
+        """A copy of this node with some fields changed (nodes are immutable)."""
+        return dataclasses.replace(self, **changes)
 
     def __repr__(self) -> str:
         text = self.script()

@@ -251,22 +251,21 @@ exp, log, sqrt, rsqrt, tanh, sigmoid, fabs, abs, floor, ceil, round, sin, cos, e
 
 def min_value(dtype: str) -> E.PrimExpr:
     """The smallest finite value of ``dtype`` as a constant."""
-    dtype = dt.check_dtype(dtype)
-    if dt.is_float(dtype):
-        return E.FloatImm(dtype, float(np.finfo(dtype).min))
-    if dt.is_bool(dtype):
-        return E.IntImm(dtype, 0)
-    return E.IntImm(dtype, int(np.iinfo(dtype).min))
+    return _limit(dtype, "min")
 
 
 def max_value(dtype: str) -> E.PrimExpr:
     """The largest finite value of ``dtype`` as a constant."""
+    return _limit(dtype, "max")
+
+
+def _limit(dtype: str, end: str) -> E.PrimExpr:
     dtype = dt.check_dtype(dtype)
     if dt.is_float(dtype):
-        return E.FloatImm(dtype, float(np.finfo(dtype).max))
+        return E.FloatImm(dtype, float(getattr(np.finfo(dtype), end)))
     if dt.is_bool(dtype):
-        return E.IntImm(dtype, 1)
-    return E.IntImm(dtype, int(np.iinfo(dtype).max))
+        return E.IntImm(dtype, int(end == "max"))
+    return E.IntImm(dtype, int(getattr(np.iinfo(dtype), end)))
 
 
 __all__ = [
