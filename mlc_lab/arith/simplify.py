@@ -37,7 +37,27 @@ def atom_key(e) -> tuple:
     return (type(e).__name__, e)
 
 
-class _Linear:
+def linear_form(e) -> "Linear":
+    """``e`` as a Linear: integer ``+``, ``-`` and ``*`` by a constant are expanded, every
+    other subexpression is an atom. No simplification happens first.
+
+    >>> from mlc_lab import tir
+    >>> i, j = tir.Var("i"), tir.Var("j")
+    >>> lin = linear_form(i * 4 + j - i + 3)
+    >>> [(str(atom), coef) for atom, coef in lin.terms.values()], lin.const
+    ([('i', 3), ('j', 1)], 3)
+    >>> from_linear(lin, "int32")
+    i * 3 + j + 3
+    """
+    return _Simplifier({}).linear(e)
+
+
+def from_linear(lin: "Linear", dtype: str):
+    """The expression ``lin`` stands for: positive terms first, then the constant."""
+    return _Simplifier({}).rebuild(lin, dtype)
+
+
+class Linear:
     """coefficient * atom terms (keyed by atom_key, in first-seen order) plus a constant."""
     __slots__ = ("terms", "const")
 
@@ -45,8 +65,8 @@ class _Linear:
         self.terms: dict = dict(terms or {})
         self.const = const
 
-    def add(self, other: "_Linear", sign: int = 1) -> "_Linear":
-        out = _Linear(self.terms, self.const + sign * other.const)
+    def add(self, other: "Linear", sign: int = 1) -> "Linear":
+        out = Linear(self.terms, self.const + sign * other.const)
         for key, (atom, coef) in other.terms.items():
             old = out.terms.get(key, (atom, 0))[1]
             if old + sign * coef == 0:
@@ -55,14 +75,14 @@ class _Linear:
                 out.terms[key] = (atom, old + sign * coef)
         return out
 
-    def scale(self, c: int) -> "_Linear":
+    def scale(self, c: int) -> "Linear":
         if c == 0:
-            return _Linear()
-        return _Linear({k: (a, coef * c) for k, (a, coef) in self.terms.items()}, self.const * c)
+            return Linear()
+        return Linear({k: (a, coef * c) for k, (a, coef) in self.terms.items()}, self.const * c)
 
-    def split_by(self, c: int) -> tuple["_Linear", "_Linear"]:
+    def split_by(self, c: int) -> tuple["Linear", "Linear"]:
         """(part divisible by c, remainder part)."""
-        div, rest = _Linear(), _Linear()
+        div, rest = Linear(), Linear()
         for k, (a, coef) in self.terms.items():
             (div if coef % c == 0 else rest).terms[k] = (a, coef)
         div.const, rest.const = self.const - self.const % c, self.const % c
@@ -78,9 +98,9 @@ class _Simplifier:
         return method(e) if method else e
 
     # -- helpers ---------------------------------------------------------------------------
-    def linear(self, e) -> _Linear:
+    def linear(self, e) -> Linear:
         if isinstance(e, E.IntImm) and dt.is_int(e.dtype):
-            return _Linear(const=e.value)
+            return Linear(const=e.value)
         if isinstance(e, (E.Add, E.Sub)) and dt.is_int(e.dtype):
             return self.linear(e.a).add(self.linear(e.b), 1 if isinstance(e, E.Add) else -1)
         if isinstance(e, E.Mul) and dt.is_int(e.dtype):
@@ -89,9 +109,9 @@ class _Simplifier:
                 return la.scale(lb.const)
             if not la.terms:
                 return lb.scale(la.const)
-        return _Linear({atom_key(e): (e, 1)})
+        return Linear({atom_key(e): (e, 1)})
 
-    def rebuild(self, lin: _Linear, dtype: str):
+    def rebuild(self, lin: Linear, dtype: str):
         def term(atom, coef):
             return atom if coef == 1 else E.Mul(atom, E.IntImm(dtype, coef))
         out = None
@@ -160,10 +180,10 @@ class _Simplifier:
         if isinstance(a, E.FloorDiv) and isinstance(_const_value(a.b), int) and _const_value(a.b) > 0:
             return self.visit(E.FloorDiv(a.a, E.IntImm(e.dtype, c * _const_value(a.b))))
         div, rest = self.linear(a).split_by(c)
-        quotient = _Linear({k: (at, coef // c) for k, (at, coef) in div.terms.items()}, div.const // c)
+        quotient = Linear({k: (at, coef // c) for k, (at, coef) in div.terms.items()}, div.const // c)
         lo, hi = self.bound(self.rebuild(rest, e.dtype))
         if lo is not None and hi is not None and lo // c == hi // c:
-            return self.rebuild(quotient.add(_Linear(const=lo // c)), e.dtype)
+            return self.rebuild(quotient.add(Linear(const=lo // c)), e.dtype)
         if not quotient.terms and quotient.const == 0:
             return E.FloorDiv(self.rebuild(rest, e.dtype), b)
         return E.Add(self.rebuild(quotient, e.dtype), E.FloorDiv(self.rebuild(rest, e.dtype), b)) \
@@ -185,7 +205,7 @@ class _Simplifier:
         r = self.rebuild(rest, e.dtype)
         lo, hi = self.bound(r)
         if lo is not None and hi is not None and lo // c == hi // c:
-            return self.rebuild(rest.add(_Linear(const=-(lo // c) * c)), e.dtype)
+            return self.rebuild(rest.add(Linear(const=-(lo // c) * c)), e.dtype)
         return E.FloorMod(r, b)
 
     def minmax(self, e):

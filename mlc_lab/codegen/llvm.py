@@ -22,7 +22,6 @@ runtime implements with a thread pool.
 """
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
 
@@ -31,11 +30,11 @@ import llvmlite.ir as ir
 
 from .._env import debug_enabled
 from ..target import Target
-from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.functor import StmtExprVisitor
 from ..tir.transform.unroll_loop import fits_unroll_budget
+from ..tir.stmt_functor import free_buffers, free_vars
 from .llvm_expr import ExprEmitter, value_type
 from .llvm_stmt import (STATUS_NO_MEMORY, STATUS_OK, STATUS_OUT_OF_BOUNDS, STATUS_RUNTIME_ERROR,
                         StmtEmitter)
@@ -176,11 +175,11 @@ class ModuleCodegen:
     def outline(self, parent: "FunctionEmitter", loop: S.For):
         """Emit ``loop`` (parallel) as a call of ``mlc_parallel_for`` on a new body function."""
         self._outlined += 1
-        free_vars, free_buffers = _free_values(loop)
+        captured_vars, captured_buffers = _free_values(loop)
         start = parent.cast(parent.expr(loop.min), loop.min.dtype, loop.loop_var.dtype)
         extent = parent.cast(parent.expr(loop.extent), loop.extent.dtype, "int64")
-        fields = [start] + [parent.lookup_var(v) for v in free_vars] + \
-                 [parent.lookup_buffer(b) for b in free_buffers]
+        fields = [start] + [parent.lookup_var(v) for v in captured_vars] + \
+                 [parent.lookup_buffer(b) for b in captured_buffers]
         closure_type = ir.LiteralStructType([f.type for f in fields])
         body_type = ir.FunctionType(ir.IntType(32), [ir.IntType(64), ir.IntType(64), ir.PointerType()])
         body_fn = ir.Function(self.module, body_type, f"{parent.name}_parallel_{loop.loop_var.name}_"
@@ -213,10 +212,10 @@ class ModuleCodegen:
         child = FunctionEmitter(self, kernel, parent.name)
         lo, hi, start_arg, *values = kernel.args
         lo.name, hi.name, start_arg.name = "begin", "end", "start"
-        for var, value in zip(free_vars, values):
+        for var, value in zip(captured_vars, values):
             value.name = var.name
             child.vars[var] = value
-        for buffer, value in zip(free_buffers, values[len(free_vars):]):
+        for buffer, value in zip(captured_buffers, values[len(captured_vars):]):
             value.name = buffer.name
             if self.noalias:
                 value.add_attribute("noalias")
@@ -278,24 +277,9 @@ class FunctionEmitter(ExprEmitter, StmtEmitter):
 
 def _shape_vars(func) -> list:
     """Vars in buffer parameter shapes that are not parameters themselves, first appearance first."""
-    found: list = []
     params = {id(p) for p in func.params}
-
-    def walk(e):
-        if isinstance(e, E.Var):
-            if id(e) not in params and all(e is not f for f in found):
-                found.append(e)
-        elif isinstance(e, E.PrimExpr):
-            for _, value in e.fields():
-                if isinstance(value, (E.PrimExpr, tuple)):
-                    walk(value)
-        elif isinstance(e, tuple):
-            for item in e:
-                walk(item)
-    for param in func.params:
-        if isinstance(param, Buffer):
-            walk(param.shape)
-    return found
+    shapes = tuple(p.shape for p in func.params if isinstance(p, Buffer))
+    return [v for v in free_vars(shapes) if id(v) not in params]
 
 
 class _LoopChecker(StmtExprVisitor):
@@ -327,52 +311,8 @@ def _check_loops(func, name: str) -> None:
     _LoopChecker(name).visit(func.body)
 
 
-class _FreeValues(StmtExprVisitor):
-    """Variables and buffers a statement uses but does not define, in first-use order."""
-
-    def __init__(self):
-        self.vars, self.buffers = [], []
-        self.bound_vars, self.bound_buffers = set(), set()
-
-    def use_buffer(self, buffer):
-        if buffer not in self.bound_buffers and buffer not in self.buffers:
-            self.buffers.append(buffer)
-            for dim in buffer.shape:   # sizes are needed for bounds checks and heap allocation
-                self.visit(dim)
-
-    def visit_Var(self, var):
-        if var not in self.bound_vars and var not in self.vars:
-            self.vars.append(var)
-
-    def visit_For(self, loop):
-        self.visit(loop.min)
-        self.visit(loop.extent)
-        self.bound_vars.add(loop.loop_var)
-        self.visit(loop.body)
-
-    def visit_LetStmt(self, let):
-        self.visit(let.value)
-        self.bound_vars.add(let.var)
-        self.visit(let.body)
-
-    def visit_Allocate(self, alloc):
-        for dim in alloc.buffer.shape:
-            self.visit(dim)
-        self.bound_buffers.add(alloc.buffer)
-        self.visit(alloc.body)
-
-    def visit_BufferLoad(self, load):
-        self.use_buffer(load.buffer)
-        self.visit(load.indices)
-
-    def visit_BufferStore(self, store):
-        self.use_buffer(store.buffer)
-        self.visit(store.value)
-        self.visit(store.indices)
-
-
 def _free_values(loop: S.For) -> tuple[list, list]:
-    finder = _FreeValues()
-    finder.bound_vars.add(loop.loop_var)
-    finder.visit(loop.body)
-    return finder.vars, finder.buffers
+    """Variables and buffers the body of ``loop`` takes from outside, in first-use order; the
+    sizes of those buffers count as used (bounds checks and heap allocation need them)."""
+    captured = [v for v in free_vars(loop.body, buffer_shapes=True) if v is not loop.loop_var]
+    return captured, free_buffers(loop.body)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .node import printer
+from .node import Printable
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class GlobalVar:
         return f"I.GlobalVar({self.name_hint!r})"
 
 
-class IRModule:
+class IRModule(Printable):
     """Functions by name. ``mod["f"]``, ``mod[gv]``, ``mod.functions`` ({GlobalVar: func}),
     ``mod.update_func(gv, f)``, ``mod.script()``, ``mod.show()``."""
 
@@ -79,16 +79,7 @@ class IRModule:
     def __len__(self) -> int:
         return len(self._functions)
 
-    def script(self, **kwargs) -> str:
-        return printer().script(self, **kwargs)
-
-    def show(self, **kwargs) -> None:
-        printer().show(self, **kwargs)
-
-    def __str__(self) -> str:
-        return self.script()
-
-    __repr__ = __str__
+    __repr__ = Printable.__str__
 
 
 def _global_var(key) -> GlobalVar:

@@ -28,16 +28,10 @@ def printer():
     return _printer
 
 
-class Node:
+class Printable:
+    """What every printable IR object shares: ``script()``, ``show()`` and ``str()`` come from
+    the printer."""
     __slots__ = ()
-
-    def fields(self):
-        """(name, value) for every dataclass field, in declaration order."""
-        return [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)]
-
-    def replace(self, **changes):
-        """A copy of this node with some fields changed (nodes are immutable)."""
-        return dataclasses.replace(self, **changes)
 
     def script(self, **kwargs) -> str:
         return printer().script(self, **kwargs)
@@ -47,6 +41,18 @@ class Node:
 
     def __str__(self) -> str:
         return self.script()
+
+
+class Node(Printable):
+    __slots__ = ()
+
+    def fields(self):
+        """(name, value) for every dataclass field, in declaration order."""
+        return [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)]
+
+    def replace(self, **changes):
+        """A copy of this node with some fields changed (nodes are immutable)."""
+        return dataclasses.replace(self, **changes)
 
     def __repr__(self) -> str:
         text = self.script()

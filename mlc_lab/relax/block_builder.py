@@ -23,7 +23,7 @@ from ..ir.module import GlobalVar, IRModule
 from ..ir.structural import structural_equal, structural_hash
 from ..tir.expr import Var as TirVar
 from ..tir.function import PrimFunc
-from ..tir.functor import StmtExprVisitor
+from ..tir.stmt_functor import free_vars
 from .expr import (BindingBlock, Call, DataflowBlock, DataflowVar, Expr, Function, PrimValue,
                    SeqExpr, ShapeExpr, Tuple, TupleGetItem, Var, VarBinding, as_expr,
                    is_leaf)
@@ -375,23 +375,11 @@ def _without_symbol(func):
     return func.replace(attrs=attrs) if len(attrs) != len(func.attrs or ()) else func
 
 
-class _VarCollector(StmtExprVisitor):
-    def __init__(self):
-        self.vars: list = []
-
-    def visit_Var(self, var) -> None:
-        if all(v is not var for v in self.vars):
-            self.vars.append(var)
-
-
 def _unbound_vars(inputs: list, outputs: list) -> list:
     """Symbolic sizes of the outputs that no input's shape determines (passed as tir_vars)."""
-    seen, wanted = _VarCollector(), _VarCollector()
-    for t in inputs:
-        seen.visit(tuple(t.shape))
-    for t in outputs:
-        wanted.visit(tuple(t.shape))
-    return [v for v in wanted.vars if isinstance(v, TirVar) and all(v is not s for s in seen.vars)]
+    seen = {id(v) for v in free_vars([tuple(t.shape) for t in inputs])}
+    wanted = free_vars([tuple(t.shape) for t in outputs])
+    return [v for v in wanted if isinstance(v, TirVar) and id(v) not in seen]
 
 
 __all__ = ["BlockBuilder", "BlockBuilderError"]

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..tir import stmt as S
 from ..tir.functor import StmtExprVisitor
+from ..tir.stmt_functor import loads_in
 from .interpreter_checks import NotVectorizable, analyse_action, check_order
 from .interpreter_expr import Evaluator, access_lanes, and_mask, lanes_of, lift, np_dtype
 
@@ -70,15 +71,6 @@ class _NestScanner(StmtExprVisitor):
             self.generic_visit(block)
 
 
-class _LoadCollector(StmtExprVisitor):
-    def __init__(self):
-        self.buffers = set()
-
-    def visit_BufferLoad(self, load):
-        self.buffers.add(load.buffer)
-        self.generic_visit(load)
-
-
 class _ControlReadChecker(StmtExprVisitor):
     """Looks for control expressions (loop bounds, conditions, bindings, indices) that read a
     buffer the nest writes: planning evaluates them before any write happens, so they would see
@@ -88,9 +80,7 @@ class _ControlReadChecker(StmtExprVisitor):
         self.written, self.found = written, False
 
     def control(self, *exprs):
-        loads = _LoadCollector()
-        loads.visit(exprs)
-        self.found |= bool(loads.buffers & self.written)
+        self.found |= any(load.buffer in self.written for load in loads_in(exprs))
 
     def visit_For(self, loop):
         self.control(loop.min, loop.extent)

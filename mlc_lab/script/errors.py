@@ -39,3 +39,8 @@ class ScriptError(Exception):
             carets = "^" * max(1, end - start)
             out += [f"{gutter} |", f"{self.line} | {src}", f"{gutter} | {' ' * start}{carets}"]
         return "\n".join(out)
+
+
+def short_traceback(err: ScriptError) -> ScriptError:
+    """Drop the parser's own frames: the traceback should end at the user's code, not in here."""
+    return err.with_traceback(None)

@@ -23,7 +23,7 @@ from . import ir as ir_namespace
 from . import parser_relax_module
 from . import relax as relax_namespace
 from . import tir as tir_namespace
-from .errors import ScriptError
+from .errors import ScriptError, short_traceback
 from .parser_block import BlockParser
 from .parser_expr import HandleParam, SourceInfo
 from .parser_stmt import FuncFrame, nop
@@ -60,7 +60,7 @@ def parse_function(func, private: bool = False) -> PrimFunc:
     try:
         return parser.parse(fdef, private)
     except ScriptError as err:
-        raise _short(err) from None
+        raise short_traceback(err) from None
 
 
 def from_source(text: str, extra_vars: dict | None = None, filename: str = "<string>"):
@@ -83,14 +83,9 @@ def from_source(text: str, extra_vars: dict | None = None, filename: str = "<str
                     return relax_func
                 return FunctionParser(source, globals_, {}, {}).parse(node, _is_private(node, source, globals_))
     except ScriptError as err:
-        raise _short(err) from None
+        raise short_traceback(err) from None
     raise ScriptError("the text defines no @T.prim_func or @R.function function, nor an @I.ir_module class",
                       filename)
-
-
-def _short(err: ScriptError) -> ScriptError:
-    """Drop the parser's own frames: the traceback should end at the user's code, not in here."""
-    return err.with_traceback(None)
 
 
 def _parse_text(text: str, source: SourceInfo) -> ast.Module:

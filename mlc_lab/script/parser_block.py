@@ -10,8 +10,8 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import decl_buffer
 from . import tir as tir_namespace
-from .parser_expr import HandleParam, _describe, _kind_of
-from .parser_stmt import FuncFrame, StmtParser, _statement_hint, nop
+from .parser_expr import HandleParam, describe_error, kind_of
+from .parser_stmt import FuncFrame, StmtParser, nop, statement_hint
 
 _ITER_TYPES = {"axis.spatial": "spatial", "axis.reduce": "reduce", "axis.opaque": "opaque"}
 _REMAP_KINDS = {"S": "spatial", "R": "reduce"}
@@ -88,7 +88,7 @@ class BlockParser(StmtParser):
             reads, writes = block_access_regions(block)
         except Exception as exc:  # the analysis could not bound an index: ask for explicit regions
             raise self.error(call, f"could not infer the regions block {block.name_hint!r} reads and writes "
-                                   f"({_describe(exc)}); give them with T.reads(...) and T.writes(...)") from None
+                                   f"({describe_error(exc)}); give them with T.reads(...) and T.writes(...)") from None
         return block.replace(reads=bf.reads if bf.reads is not None else reads,
                              writes=bf.writes if bf.writes is not None else writes)
 
@@ -154,7 +154,7 @@ class BlockParser(StmtParser):
             return self.match_buffer(target, call, frame)
         if name == "allocate":
             return self.allocate(target, call, frame, rest)
-        raise self.error(call, _statement_hint(name))
+        raise self.error(call, statement_hint(name))
 
     def symbolic_var(self, func, target: ast.Name, call: ast.Call, frame):
         if isinstance(func, tir_namespace.DTypeFunc):
@@ -214,7 +214,7 @@ class BlockParser(StmtParser):
         kinds_node, values_node = call.args
         kinds = self.eval(kinds_node)
         if not isinstance(kinds, str):
-            raise self.error(kinds_node, f"T.axis.remap kinds must be a string such as \"SSR\", got {_kind_of(kinds)}")
+            raise self.error(kinds_node, f"T.axis.remap kinds must be a string such as \"SSR\", got {kind_of(kinds)}")
         bad = [k for k in kinds if k not in _REMAP_KINDS]
         if bad:
             raise self.error(kinds_node, f'T.axis.remap got the kind "{bad[0]}" in "{kinds}": each letter must be '

@@ -121,7 +121,7 @@ class ExprParser:
         except ScriptError:
             raise
         except Exception as exc:  # an IR constructor refused the values: report it at this node
-            raise self.error(node, _describe(exc)) from None
+            raise self.error(node, describe_error(exc)) from None
 
     def eval_expr(self, node) -> E.PrimExpr:
         return self.to_expr(self.eval(node), node)
@@ -134,7 +134,7 @@ class ExprParser:
         try:
             return E.convert(value)
         except TypeError:
-            raise self.error(node, f"expected an expression here, got {_kind_of(value)}") from None
+            raise self.error(node, f"expected an expression here, got {kind_of(value)}") from None
 
     def eval_Constant(self, node: ast.Constant):
         return node.value
@@ -159,7 +159,7 @@ class ExprParser:
             close = difflib.get_close_matches(node.attr, names, n=1)
             hint = f"; did you mean {prefix}.{close[0]}?" if close else ""
             raise self.error(node, f"unknown function {prefix}.{node.attr}{hint}")
-        raise self.error(node, f"{prefix} ({_kind_of(owner)}) has no attribute '{node.attr}'")
+        raise self.error(node, f"{prefix} ({kind_of(owner)}) has no attribute '{node.attr}'")
 
     def eval_Tuple(self, node: ast.Tuple):
         return tuple(self.eval(e) for e in node.elts)
@@ -196,7 +196,7 @@ class ExprParser:
         if not isinstance(a, E.PrimExpr) and not isinstance(b, E.PrimExpr):
             return (a and b) if is_and else (a or b)
         a, b = self.to_expr(a, node), self.to_expr(b, node)
-        return E.And(*E._unify(a, b)) if is_and else E.Or(*E._unify(a, b))
+        return E.And(*E.unify_operands(a, b)) if is_and else E.Or(*E.unify_operands(a, b))
 
     def eval_Compare(self, node: ast.Compare):
         left, result = self.eval(node.left), None
@@ -226,7 +226,7 @@ class ExprParser:
     def eval_Call(self, node: ast.Call):
         func = self.eval(node.func)
         if isinstance(func, tir_namespace.ScriptOnly):
-            raise self.error(node, _statement_only_hint(func.name))
+            raise self.error(node, statement_only_hint(func.name))
         if isinstance(func, tir_namespace.DTypeFunc) and not node.args and not node.keywords:
             raise self.error(node, f"T.{func.dtype}() declares a symbolic variable: write it as its own "
                                    f"statement, `n = T.{func.dtype}()`")
@@ -251,7 +251,7 @@ class ExprParser:
         owner = self.eval(node.value)
         if not isinstance(owner, Buffer):
             if not hasattr(owner, "__getitem__") or isinstance(owner, (E.PrimExpr, str)):
-                raise self.error(node.value, f"`{ast.unparse(node.value)}` is {_kind_of(owner)}, not a buffer, "
+                raise self.error(node.value, f"`{ast.unparse(node.value)}` is {kind_of(owner)}, not a buffer, "
                                              "so it cannot be indexed")
             return owner[self.eval(node.slice)]
         indices = self.buffer_indices(owner, node, allow_slices=False)
@@ -269,7 +269,7 @@ class ExprParser:
                                        "allowed in T.reads, T.writes and T.match_buffer")
             value = self.eval(part)
             if not isinstance(value, (slice, E.PrimExpr, int)) or isinstance(value, bool):
-                raise self.error(part, f"buffer {buffer.name} is indexed with {_kind_of(value)}; "
+                raise self.error(part, f"buffer {buffer.name} is indexed with {kind_of(value)}; "
                                        "indices must be integer expressions")
             if isinstance(value, E.PrimExpr) and not _is_index_dtype(value.dtype):
                 raise self.error(part, f"buffer {buffer.name} is indexed with an expression of dtype "
@@ -291,7 +291,7 @@ class ExprParser:
             return BufferRegion.full(value)
         if isinstance(value, BufferRegion):
             return value
-        raise self.error(node, f"expected a buffer region such as A[vi, 0:128], got {_kind_of(value)}")
+        raise self.error(node, f"expected a buffer region such as A[vi, 0:128], got {kind_of(value)}")
 
     @staticmethod
     def _index_nodes(node: ast.Subscript) -> list:
@@ -325,7 +325,8 @@ def _is_index_dtype(dtype: str) -> bool:
     return dtype.startswith("int") or dtype.startswith("uint")
 
 
-def _kind_of(value) -> str:
+def kind_of(value) -> str:
+    """What ``value`` is, for an error message ("an expression of dtype int32", "the buffer A")."""
     if isinstance(value, E.PrimExpr):
         return f"an expression of dtype {value.dtype}"
     if isinstance(value, Buffer):
@@ -333,7 +334,9 @@ def _kind_of(value) -> str:
     return f"a {type(value).__name__} ({value!r})"
 
 
-def _describe(exc: Exception) -> str:
+def describe_error(exc: Exception) -> str:
+    """The message of ``exc`` for a ScriptError, naming its type unless it is a plain
+    TypeError/ValueError/IndexError."""
     text = str(exc) or type(exc).__name__
     return text if isinstance(exc, (TypeError, ValueError, IndexError)) else f"{type(exc).__name__}: {text}"
 
@@ -348,7 +351,8 @@ _STATEMENT_HINTS = {
 }
 
 
-def _statement_only_hint(name: str) -> str:
+def statement_only_hint(name: str) -> str:
+    """Why ``T.<name>`` cannot be used inside an expression, and how it is written."""
     if name in _STATEMENT_HINTS:
         return _STATEMENT_HINTS[name] + ", not inside an expression"
     if name.startswith("axis."):

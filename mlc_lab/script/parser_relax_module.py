@@ -15,7 +15,7 @@ from ..ir.module import GlobalVar
 from ..relax.expr import Call, Function
 from ..relax.struct_info import ObjectStructInfo
 from . import relax as relax_namespace
-from .errors import ScriptError
+from .errors import ScriptError, short_traceback
 from .parser_expr import ExprParser, SourceInfo
 from .parser_relax import RelaxParser
 from .parser_relax_sinfo import call_result
@@ -92,24 +92,22 @@ class ModuleContext:
 
 def parse_python_function(func, private: bool = False, pure: bool = True) -> Function:
     """``@R.function`` outside a class: parse it now."""
-    from .parser import _short
     try:
         src = _python_source(func, private, pure)
         return src.parser().parse(src.fdef, private, pure)
     except ScriptError as err:
-        raise _short(err) from None
+        raise short_traceback(err) from None
 
 
 def parse_module_members(class_name: str, members: dict) -> dict:
     """The functions of an ``@I.ir_module`` class: PrimFuncs (already parsed), relax Functions,
     and ``DeferredFunction``s (parsed here, in the module's context)."""
-    from .parser import _short
     deferred = {name: m for name, m in members.items() if isinstance(m, relax_namespace.DeferredFunction)}
     try:
         sources = {name: _python_source(m.func, m.private, m.pure) for name, m in deferred.items()}
         return _assemble(class_name, members, sources)
     except ScriptError as err:
-        raise _short(err) from None
+        raise short_traceback(err) from None
 
 
 def parse_class_node(node: ast.ClassDef, source: SourceInfo, globals_: dict, parse_prim_func) -> dict:

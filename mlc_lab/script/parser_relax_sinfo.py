@@ -66,7 +66,7 @@ def _match_dims(params, args, mapping: dict) -> None:
 
 
 def _substitute(sinfo: StructInfo, mapping: dict) -> StructInfo:
-    from ..tir.transform.common import substitute
+    from ..tir.stmt_functor import substitute
     if isinstance(sinfo, TensorStructInfo) and sinfo.shape is not None:
         return sinfo.replace(shape=tuple(substitute(d, mapping) for d in sinfo.shape))
     if isinstance(sinfo, ShapeStructInfo) and sinfo.values is not None:

@@ -14,7 +14,7 @@ from ..tir import stmt as S
 from ..tir.buffer import Buffer, decl_buffer
 from . import tir as tir_namespace
 from .errors import ScriptError
-from .parser_expr import ExprParser, _describe, _kind_of
+from .parser_expr import ExprParser, describe_error, kind_of, statement_only_hint
 
 _BINARY_STORE = {ast.Add: "__add__", ast.Sub: "__sub__", ast.Mult: "__mul__", ast.Div: "__truediv__",
                  ast.FloorDiv: "__floordiv__", ast.Mod: "__mod__"}
@@ -68,7 +68,7 @@ class StmtParser(ExprParser):
         except ScriptError:
             raise
         except Exception as exc:  # an IR constructor refused the values: report it at this statement
-            raise self.error(node, _describe(exc)) from None
+            raise self.error(node, describe_error(exc)) from None
 
     # -- simple statements -----------------------------------------------------------------------
     def stmt_Pass(self, node, frame, rest):
@@ -85,7 +85,7 @@ class StmtParser(ExprParser):
         value = self.eval(value_node)
         if isinstance(value, E.PrimExpr):
             return S.Evaluate(value)
-        raise self.error(node, f"this statement computes {_kind_of(value)} and does nothing with it")
+        raise self.error(node, f"this statement computes {kind_of(value)} and does nothing with it")
 
     def script_call(self, name: str, node: ast.Call, frame):
         """T.func_attr / T.where / T.reads / T.writes / T.block_attr used as statements."""
@@ -102,7 +102,7 @@ class StmtParser(ExprParser):
             return None
         if name in ("where", "reads", "writes", "block_attr"):
             return self.block_statement(name, node, frame)
-        raise self.error(node, _statement_hint(name))
+        raise self.error(node, statement_hint(name))
 
     def stmt_Assign(self, node: ast.Assign, frame, rest):
         if len(node.targets) != 1:
@@ -182,7 +182,7 @@ class StmtParser(ExprParser):
                                            "declare it as a parameter or with T.alloc_buffer first")
         buffer = self.eval(target.value)
         if not isinstance(buffer, Buffer):
-            raise self.error(target.value, f"'{ast.unparse(target.value)}' is {_kind_of(buffer)}, not a buffer; "
+            raise self.error(target.value, f"'{ast.unparse(target.value)}' is {kind_of(buffer)}, not a buffer; "
                                            "only buffer elements can be assigned")
         load = buffer[tuple(self.buffer_indices(buffer, target, allow_slices=False))]
         value = self.eval(value_node)
@@ -195,7 +195,7 @@ class StmtParser(ExprParser):
             scalar = E.const(value, buffer.dtype)
             return scalar if dt.lanes(dtype) == 1 else E.Broadcast(scalar, dt.lanes(dtype))
         if not isinstance(value, E.PrimExpr):
-            raise self.error(node, f"cannot store {_kind_of(value)} into buffer {buffer.name}")
+            raise self.error(node, f"cannot store {kind_of(value)} into buffer {buffer.name}")
         if value.dtype != dtype:
             raise self.error(node, f"cannot store a value of dtype {value.dtype} into {buffer.name}, a "
                                    f"{buffer.dtype} buffer; convert it with T.{buffer.dtype}(...) or "
@@ -256,7 +256,7 @@ class StmtParser(ExprParser):
             return [value]
         if isinstance(value, (tuple, list)) and value and all(isinstance(v, tir_namespace.LoopSpec) for v in value):
             return list(value)
-        raise self.error(node, f"cannot loop over {_kind_of(value)}: use range(), T.grid(), T.serial(), "
+        raise self.error(node, f"cannot loop over {kind_of(value)}: use range(), T.grid(), T.serial(), "
                                "T.parallel(), T.vectorized(), T.unroll() or T.thread_binding()")
 
     # -- T.allocate ------------------------------------------------------------------------------
@@ -278,6 +278,6 @@ class StmtParser(ExprParser):
         return Consumed(S.Allocate(buffer, body))
 
 
-def _statement_hint(name: str) -> str:
-    from .parser_expr import _statement_only_hint
-    return _statement_only_hint(name).replace(", not inside an expression", "")
+def statement_hint(name: str) -> str:
+    """How the statement-only construct ``T.<name>`` is written."""
+    return statement_only_hint(name).replace(", not inside an expression", "")

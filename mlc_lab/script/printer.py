@@ -14,6 +14,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.function import PrimFunc
+from ..tir.stmt_functor import free_vars
 from .printer_expr import ExprPrinter, caret_line, strip_marks
 
 INDENT = "    "
@@ -102,7 +103,7 @@ class _Printer(ExprPrinter):
             else:
                 handle = self.define(object(), "var_" + p.name)
                 params.append(f"{handle}: T.handle")
-                for v in _vars_in(p.shape):
+                for v in free_vars(p.shape):
                     if id(v) not in defined and id(v) not in self.names:
                         preamble.append(f"{self.define(v, v.name)} = T.{v.dtype}()")
                     defined.add(id(v))
@@ -320,24 +321,6 @@ def _is_root(body) -> bool:
 def _grid_candidate(s) -> bool:
     return (isinstance(s, S.For) and s.kind == "serial" and not s.annotations
             and isinstance(s.min, E.IntImm) and s.min.value == 0)
-
-
-def _vars_in(exprs) -> list:
-    """Variables in ``exprs``, in first-use order."""
-    out, seen = [], set()
-
-    def walk(e):
-        if isinstance(e, E.Var) and id(e) not in seen:
-            seen.add(id(e))
-            out.append(e)
-        elif isinstance(e, E.PrimExpr):
-            for _, v in e.fields():
-                walk(v)
-        elif isinstance(e, tuple):
-            for x in e:
-                walk(x)
-    walk(tuple(exprs))
-    return out
 
 
 # The IR nodes print through this module: mlc_lab.ir sits below the script package and knows it

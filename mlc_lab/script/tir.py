@@ -195,12 +195,12 @@ def Cast(dtype: str, value) -> E.PrimExpr:  # noqa: N802  (TVM's name)
 
 
 def Select(condition, true_value, false_value) -> E.Select:  # noqa: N802
-    a, b = E._unify(true_value, false_value)
+    a, b = E.unify_operands(true_value, false_value)
     return E.Select(E.convert(condition), a, b)
 
 
 def Ramp(base, stride, lanes: int) -> E.Ramp:  # noqa: N802
-    base, stride = E._unify(base, stride)
+    base, stride = E.unify_operands(base, stride)
     return E.Ramp(base, stride, int(lanes))
 
 
@@ -213,27 +213,27 @@ def evaluate(value) -> E.PrimExpr:
 
 
 def max(a, b) -> E.Max:  # noqa: A001
-    return E.Max(*E._unify(a, b))
+    return E.Max(*E.unify_operands(a, b))
 
 
 def min(a, b) -> E.Min:  # noqa: A001
-    return E.Min(*E._unify(a, b))
+    return E.Min(*E.unify_operands(a, b))
 
 
 def floordiv(a, b) -> E.FloorDiv:
-    return E.FloorDiv(*E._unify(a, b))
+    return E.FloorDiv(*E.unify_operands(a, b))
 
 
 def floormod(a, b) -> E.FloorMod:
-    return E.FloorMod(*E._unify(a, b))
+    return E.FloorMod(*E.unify_operands(a, b))
 
 
 def truncdiv(a, b) -> E.Div:
-    return E.Div(*E._unify(a, b))
+    return E.Div(*E.unify_operands(a, b))
 
 
 def truncmod(a, b) -> E.Mod:
-    return E.Mod(*E._unify(a, b))
+    return E.Mod(*E.unify_operands(a, b))
 
 
 def _intrinsic(name: str):
@@ -251,22 +251,21 @@ exp, log, sqrt, rsqrt, tanh, sigmoid, fabs, abs, floor, ceil, round, sin, cos, e
 
 def min_value(dtype: str) -> E.PrimExpr:
     """The smallest finite value of ``dtype`` as a constant."""
-    dtype = dt.check_dtype(dtype)
-    if dt.is_float(dtype):
-        return E.FloatImm(dtype, float(np.finfo(dtype).min))
-    if dt.is_bool(dtype):
-        return E.IntImm(dtype, 0)
-    return E.IntImm(dtype, int(np.iinfo(dtype).min))
+    return _limit(dtype, "min")
 
 
 def max_value(dtype: str) -> E.PrimExpr:
     """The largest finite value of ``dtype`` as a constant."""
+    return _limit(dtype, "max")
+
+
+def _limit(dtype: str, end: str) -> E.PrimExpr:
     dtype = dt.check_dtype(dtype)
     if dt.is_float(dtype):
-        return E.FloatImm(dtype, float(np.finfo(dtype).max))
+        return E.FloatImm(dtype, float(getattr(np.finfo(dtype), end)))
     if dt.is_bool(dtype):
-        return E.IntImm(dtype, 1)
-    return E.IntImm(dtype, int(np.iinfo(dtype).max))
+        return E.IntImm(dtype, int(end == "max"))
+    return E.IntImm(dtype, int(getattr(np.iinfo(dtype), end)))
 
 
 __all__ = [

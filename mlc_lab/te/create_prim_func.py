@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..tir.expr import BufferLoad, IntImm, Max, Min, PrimExpr, Var
+from ..tir.expr import BufferLoad, IntImm, Max, Min, Var
 from ..tir.function import PrimFunc
-from ..tir.functor import StmtExprMutator
+from ..tir.stmt_functor import substitute
 from ..tir.stmt import Block, BlockRealize, BufferStore, For, IterVar, seq
 from .tensor import ComputeOp, IterAxis, PlaceholderOp, Reduce, Tensor, reduce_identity
 
@@ -75,32 +75,23 @@ def _topological_order(outputs: list[Tensor]) -> list[Tensor]:
     return order
 
 
-class _Substitute(StmtExprMutator):
-    def __init__(self, mapping: dict):
-        super().__init__()
-        self.mapping = mapping
-
-    def visit_Var(self, var: Var) -> PrimExpr:
-        return self.mapping.get(id(var), var)
-
-
 def _loop_nest(tensor: Tensor, block_access_regions, block_name: str) -> For:
     op: ComputeOp = tensor.op
     axes: tuple[IterAxis, ...] = op.axis + op.reduce_axis
     loop_vars = [Var(a.name, a.dtype) for a in axes]
     iter_vars = [IterVar(Var(f"v_{a.name}", a.dtype), a.dom, a.iter_type) for a in axes]
-    to_block = _Substitute({id(a): iv.var for a, iv in zip(axes, iter_vars)})
+    to_block = {a: iv.var for a, iv in zip(axes, iter_vars)}
     out_indices = tuple(iv.var for iv in iter_vars[:len(op.axis)])
 
     if isinstance(op.body, Reduce):
-        source = to_block.visit(op.body.source)
+        source = substitute(op.body.source, to_block)
         current = BufferLoad(tensor.buffer, out_indices)
         update = {"sum": lambda: current + source, "max": lambda: Max(current, source),
                   "min": lambda: Min(current, source)}[op.body.combiner]()
         body = BufferStore(tensor.buffer, update, out_indices)
         init = BufferStore(tensor.buffer, reduce_identity(op.body.combiner, tensor.dtype), out_indices)
     else:
-        body = BufferStore(tensor.buffer, to_block.visit(op.body), out_indices)
+        body = BufferStore(tensor.buffer, substitute(op.body, to_block), out_indices)
         init = None
     block = Block(block_name, tuple(iter_vars), (), (), body, init)
     reads, writes = block_access_regions(block)

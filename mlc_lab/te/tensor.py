@@ -16,9 +16,10 @@ from ..arith import simplify
 from ..ir.node import node
 from ..tir import dtype as dt
 from ..tir.buffer import Buffer, decl_buffer
-from ..tir.expr import (BufferLoad, Max, Min, PrimExpr, Var, _unify, call_intrin, convert)
+from ..tir.expr import BufferLoad, Max, Min, PrimExpr, Var, call_intrin, convert, unify_operands
 from ..tir.expr import const as _const
 from ..tir.functor import StmtExprVisitor
+from ..tir.stmt_functor import loads_in
 from ..tir.stmt import Range
 
 _AXIS_NAMES = "ijklmnopqrstuvwxyz"
@@ -214,21 +215,13 @@ def _check_body(body: PrimExpr, name: str) -> None:
         _ReduceFinder(name, ()).visit(body)
 
 
-class _LoadCollector(StmtExprVisitor):
-    def __init__(self):
-        self.buffers: list[Buffer] = []
-
-    def visit_BufferLoad(self, load: BufferLoad) -> None:
-        if all(b is not load.buffer for b in self.buffers):
-            self.buffers.append(load.buffer)
-        self.visit(load.indices)
-
-
 def _input_tensors(body: PrimExpr, name: str) -> tuple:
-    collector = _LoadCollector()
-    collector.visit(body)
+    buffers: list[Buffer] = []
+    for load in loads_in(body):
+        if all(b is not load.buffer for b in buffers):
+            buffers.append(load.buffer)
     tensors = []
-    for buffer in collector.buffers:
+    for buffer in buffers:
         tensor = tensor_of(buffer)
         if tensor is None:
             raise ValueError(f"compute {name}: it reads buffer {buffer.name}, which is not a te "
@@ -270,7 +263,7 @@ def max(expr, axis=None):  # noqa: A001
     if axis is None or not _is_axis_arg(axis):
         if axis is None:
             raise TypeError("te.max takes an expression and a reduce axis, or two expressions")
-        return Max(*_unify(expr, axis))
+        return Max(*unify_operands(expr, axis))
     return _reduction("max", expr, axis)
 
 
@@ -279,7 +272,7 @@ def min(expr, axis=None):  # noqa: A001
     if axis is None or not _is_axis_arg(axis):
         if axis is None:
             raise TypeError("te.min takes an expression and a reduce axis, or two expressions")
-        return Min(*_unify(expr, axis))
+        return Min(*unify_operands(expr, axis))
     return _reduction("min", expr, axis)
 
 

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from ..arith import simplify
-from ..arith.simplify import _Linear, _Simplifier
+from ..arith.simplify import Linear, from_linear, linear_form
 from ..arith.bound import int_bound
 from . import expr as E
 from . import stmt as S
 from .buffer import Buffer
+from .stmt_functor import substitute, uses_var
 
 
 def block_access_regions(block: S.Block) -> tuple[tuple, tuple]:
@@ -67,8 +68,8 @@ class _AccessCollector:
             for region in regions:
                 lo_hi = []
                 for rng in region.region:
-                    lo = _substitute(rng.min, binding)
-                    hi = _substitute(rng.min + rng.extent - 1, binding)
+                    lo = substitute(rng.min, binding)
+                    hi = substitute(rng.min + rng.extent - 1, binding)
                     lo_hi.append((relax_bound(lo, inner, lower=True), relax_bound(hi, inner, lower=False)))
                 target.append((region.buffer, [(lo, simplify(hi - lo + 1)) for lo, hi in lo_hi]))
         for v in realize.iter_values:
@@ -88,40 +89,19 @@ def relax_indices(indices, inner: dict) -> list:
 def relax_bound(e, inner: dict, lower: bool):
     """The least (or greatest) value of ``e`` over the loops in ``inner``, as an expression in
     the remaining variables; None when it cannot be expressed."""
-    if not inner or not _uses_any(e, inner):
+    if not inner or not uses_var(e, inner):
         return simplify(e)
-    lin = _Simplifier({}).linear(simplify(e))
-    kept = _Linear(const=lin.const)
+    lin = linear_form(simplify(e))
+    kept = Linear(const=lin.const)
     for key, (atom, coef) in lin.terms.items():
-        if not _uses_any(atom, inner):
+        if not uses_var(atom, inner):
             kept.terms[key] = (atom, coef)
             continue
         lo, hi = int_bound(atom, inner)
         if lo is None or hi is None:
             return None
         kept.const += coef * (lo if (coef > 0) == lower else hi)
-    return _Simplifier({}).rebuild(kept, e.dtype)
-
-
-def _uses_any(e, variables: dict) -> bool:
-    if isinstance(e, E.Var):
-        return e in variables
-    if isinstance(e, (tuple, list)):
-        return any(_uses_any(x, variables) for x in e)
-    if hasattr(e, "fields") and not isinstance(e, Buffer):
-        return any(_uses_any(v, variables) for _, v in e.fields())
-    return False
-
-
-def _substitute(e, binding: dict):
-    if isinstance(e, E.Var):
-        return binding.get(e, e)
-    if isinstance(e, E.PrimExpr):
-        return e.replace(**{n: (_substitute(v, binding) if isinstance(v, (E.PrimExpr, tuple)) else v)
-                            for n, v in e.fields()})
-    if isinstance(e, tuple):
-        return tuple(_substitute(x, binding) for x in e)
-    return e
+    return from_linear(kept, e.dtype)
 
 
 def _merge(accesses: list) -> tuple:

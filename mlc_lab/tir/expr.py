@@ -68,7 +68,7 @@ def convert(value: Any) -> PrimExpr:
     raise TypeError(f"expected a PrimExpr or a Python number, got {type(value).__name__}: {value!r}")
 
 
-def _unify(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
+def unify_operands(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
     """Bring two operands to one dtype: Python numbers take the other side's dtype,
     narrower ints widen, ints meet floats as floats, scalars broadcast to vectors."""
     if isinstance(b, PrimExpr) and not isinstance(a, PrimExpr):
@@ -108,7 +108,7 @@ def _number_like(value: Any, dtype: str) -> Any:
 
 
 def _binary(cls, a, b):
-    a, b = _unify(a, b)
+    a, b = unify_operands(a, b)
     return cls(a, b)
 
 
@@ -174,7 +174,7 @@ class BinaryOp(PrimExpr):
         # Like TVM's constructors: Python numbers become constants, operand dtypes are unified.
         a, b = self.a, self.b
         if not (isinstance(a, PrimExpr) and isinstance(b, PrimExpr)) or a.dtype != b.dtype:
-            a, b = _unify(a, b)
+            a, b = unify_operands(a, b)
             object.__setattr__(self, "a", a)
             object.__setattr__(self, "b", b)
 
@@ -377,10 +377,10 @@ def call_intrin(op: str, *args) -> Call:
         raise TypeError(f"T.{op} takes {INTRINSICS[op]} argument(s), got {len(args)}")
     if op == "if_then_else":
         cond = convert(args[0])
-        a, b = _unify(args[1], args[2])
+        a, b = unify_operands(args[1], args[2])
         return Call(a.dtype, op, (cond, a, b))
     if op == "pow":
-        a, b = _unify(args[0], args[1])
+        a, b = unify_operands(args[0], args[1])
         return Call(a.dtype, op, (a, b))
     a = convert(args[0])
     return Call(a.dtype, op, (a,))

@@ -43,15 +43,18 @@ def _visit_method(instance: Any, node_cls: type):
     return getattr(instance, name) if name else None
 
 
+def _dispatch(instance: Any, node: Node):
+    """``instance.visit_<Name>(node)``, or ``instance.generic_visit(node)`` when there is none."""
+    method = _visit_method(instance, type(node))
+    return method(node) if method is not None else instance.generic_visit(node)
+
+
 class StmtExprVisitor:
     """Walks statements and expressions (and functions, buffers, regions) without changing them."""
 
     def visit(self, node: Any) -> None:
         if isinstance(node, Node):
-            method = _visit_method(self, type(node))
-            if method is not None:
-                return method(node)
-            return self.generic_visit(node)
+            return _dispatch(self, node)
         if isinstance(node, (tuple, list)):
             for item in node:
                 self.visit(item)
@@ -77,10 +80,7 @@ class StmtExprMutator:
 
     def visit(self, node: Any) -> Any:
         if isinstance(node, Node):
-            method = _visit_method(self, type(node))
-            if method is not None:
-                return method(node)
-            return self.generic_visit(node)
+            return _dispatch(self, node)
         if isinstance(node, (tuple, list)):
             new = [self.visit(item) for item in node]
             if all(a is b for a, b in zip(new, node)):

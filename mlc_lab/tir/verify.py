@@ -11,6 +11,7 @@ from . import stmt as S
 from .buffer import Buffer
 from .function import PrimFunc
 from .functor import StmtExprVisitor
+from .stmt_functor import free_vars, post_order_visit
 
 
 class VerifyError(ValueError):
@@ -69,9 +70,7 @@ class _Verifier(StmtExprVisitor):
     def define_shape_vars(self, buffer: Buffer) -> list[E.Var]:
         """Define the variables in ``buffer``'s shape/strides not yet defined (they are bound by
         the buffer itself, as a parameter or match_buffer is)."""
-        collector = _VarCollector()
-        collector.visit(buffer.shape + buffer.strides)
-        new = [v for v in collector.vars if id(v) not in self.vars]
+        new = [v for v in free_vars(buffer.shape + buffer.strides) if id(v) not in self.vars]
         for v in new:
             self.define(self.vars, v)
         return new
@@ -229,15 +228,6 @@ class _Verifier(StmtExprVisitor):
         self.check_buffer(buffer, buffer)
 
 
-class _VarCollector(StmtExprVisitor):
-    def __init__(self):
-        self.vars: list[E.Var] = []
-
-    def visit_Var(self, var: E.Var) -> None:
-        if all(v is not var for v in self.vars):
-            self.vars.append(var)
-
-
 def _text(node: Any) -> str:
     try:
         return node.script()
@@ -252,20 +242,16 @@ def _value_bounds(value: E.PrimExpr, loop_ranges: dict) -> Optional[tuple[int, i
     independently, and +, -, * by a constant, and floordiv/floormod by a positive constant
     give exact bounds by interval arithmetic.
     """
-    collector = _UseCounter()
-    collector.visit(value)
-    if any(n > 1 for n in collector.counts.values()):
+    uses: dict[int, int] = {}
+
+    def count(node):
+        if isinstance(node, E.Var):
+            uses[id(node)] = uses.get(id(node), 0) + 1
+    post_order_visit(value, count)
+    if any(n > 1 for n in uses.values()):
         return None
     result = _interval(value, loop_ranges)
     return None if result is None else result[:2]
-
-
-class _UseCounter(StmtExprVisitor):
-    def __init__(self):
-        self.counts: dict[int, int] = {}
-
-    def visit_Var(self, var: E.Var) -> None:
-        self.counts[id(var)] = self.counts.get(id(var), 0) + 1
 
 
 def _interval(e: E.PrimExpr, ranges: dict) -> Optional[tuple[int, int, bool]]:

@@ -99,11 +99,7 @@ def _without(indices: tuple, axis: int) -> tuple:
 def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``, in the stages "T_softmax_maxelem",
     "T_softmax_exp", "T_softmax_expsum", "T_softmax_norm"."""
-    check_tensor(x, "softmax")
-    check_float(x, "softmax")
-    if x.ndim < 1:
-        raise ValueError(f"topi.softmax: data {x.name} must have at least one dimension")
-    axis = normalize_axis(axis, x.ndim, "softmax", x.shape)
+    axis = _softmax_axis(x, axis, "softmax")
     max_elem = _reduced_stage(x, axis, "T_softmax_maxelem", lambda i, k: te.max(x[i], axis=k))
     exp = compute(x.shape, lambda *i: te.exp(x[i] - max_elem[_without(i, axis)]), "T_softmax_exp")
     expsum = _reduced_stage(exp, axis, "T_softmax_expsum", lambda i, k: te.sum(exp[i], axis=k))
@@ -113,16 +109,21 @@ def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
 def log_softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
     """``x - max - log(sum(exp(x - max)))`` along ``axis``, in the stages "T_softmax_maxelem",
     "T_softmax_expsum", "T_log_softmax_norm"."""
-    check_tensor(x, "log_softmax")
-    check_float(x, "log_softmax")
-    if x.ndim < 1:
-        raise ValueError(f"topi.log_softmax: data {x.name} must have at least one dimension")
-    axis = normalize_axis(axis, x.ndim, "log_softmax", x.shape)
+    axis = _softmax_axis(x, axis, "log_softmax")
     max_elem = _reduced_stage(x, axis, "T_softmax_maxelem", lambda i, k: te.max(x[i], axis=k))
     expsum = _reduced_stage(x, axis, "T_softmax_expsum", lambda i, k: te.sum(
         te.exp(x[i] - max_elem[_without(i, axis)]), axis=k))
     return compute(x.shape, lambda *i: x[i] - max_elem[_without(i, axis)] - te.log(
         expsum[_without(i, axis)]), "T_log_softmax_norm")
+
+
+def _softmax_axis(x: te.Tensor, axis: int, op: str) -> int:
+    """Check the input of softmax/log_softmax and return ``axis`` as a non-negative index."""
+    check_tensor(x, op)
+    check_float(x, op)
+    if x.ndim < 1:
+        raise ValueError(f"topi.{op}: data {x.name} must have at least one dimension")
+    return normalize_axis(axis, x.ndim, op, x.shape)
 
 
 __all__ = ["avg_pool2d", "conv2d", "conv2d_nchw", "dense", "log_softmax", "matmul", "max_pool2d",

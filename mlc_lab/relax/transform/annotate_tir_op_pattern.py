@@ -20,6 +20,7 @@ from ...ir.transform import Pass, PassInfo
 from ...tir.expr import Add, BufferLoad, Cast, Mul, Var
 from ...tir.function import PrimFunc
 from ...tir.functor import StmtExprVisitor
+from ...tir.stmt_functor import free_vars, uses_var
 from ...tir.stmt import Block, BufferStore
 
 OP_PATTERN = {"elemwise": 0, "broadcast": 1, "injective": 2, "comm_reduce": 3,
@@ -55,16 +56,6 @@ class _Blocks(StmtExprVisitor):
         self.generic_visit(block)
 
 
-def _vars_in(expr) -> set:
-    found = set()
-
-    class Collect(StmtExprVisitor):
-        def visit_Var(self, var):
-            found.add(var)
-    Collect().visit(expr)
-    return found
-
-
 def _same_indices(a, b) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
@@ -86,7 +77,7 @@ def _is_broadcast(store: BufferStore, load: BufferLoad) -> bool:
 def _is_injective(store: BufferStore, load: BufferLoad) -> bool:
     if not all(isinstance(i, Var) for i in store.indices):
         return False
-    return _vars_in(load.indices) <= set(store.indices)
+    return all(any(v is i for i in store.indices) for v in free_vars(load.indices, buffer_shapes=True))
 
 
 def _strip_cast(e):
@@ -109,7 +100,7 @@ def _is_fma(store: BufferStore) -> bool:
 
 def _is_pure_reduce(reduce_vars: set, load: BufferLoad) -> bool:
     """Every index using a reduction iterator is that iterator alone."""
-    return all(index in reduce_vars or not (_vars_in(index) & reduce_vars) for index in load.indices)
+    return all(index in reduce_vars or not uses_var(index, reduce_vars) for index in load.indices)
 
 
 def block_pattern(block: Block) -> int:

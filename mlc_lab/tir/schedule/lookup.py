@@ -72,6 +72,21 @@ class FuncIndex:
         """The blocks directly under ``stmt`` (a For or BlockRealize): not inside another block."""
         return child_blocks(stmt)
 
+    def producers(self, realize: S.BlockRealize) -> list:
+        """The other blocks of ``realize``'s scope that write a buffer it reads, in program order."""
+        return self._neighbours(realize, realize.block.reads, "writes")
+
+    def consumers(self, realize: S.BlockRealize) -> list:
+        """The other blocks of ``realize``'s scope that read a buffer it writes, in program order."""
+        return self._neighbours(realize, realize.block.writes, "reads")
+
+    def _neighbours(self, realize, regions, their_side: str) -> list:
+        scope = self.parent_block(realize)
+        buffers = {id(r.buffer) for r in regions}
+        return [other for other in (child_blocks(scope) if scope is not None else [])
+                if other is not realize
+                and any(id(r.buffer) in buffers for r in getattr(other.block, their_side))]
+
 
 class _ChildBlocks(StmtExprVisitor):
     def __init__(self):

@@ -279,17 +279,8 @@ class ScheduleBase:
 
     def _neighbours(self, block, primitive: str, producers: bool) -> list[BlockRV]:
         func_name, realize, index = self._resolve_block(block, primitive)
-        scope = index.parent_block(realize)
-        siblings = child_blocks(scope) if scope is not None else []
-        mine = {id(r.buffer) for r in (realize.block.reads if producers else realize.block.writes)}
-        out = []
-        for other in siblings:
-            if other is realize:
-                continue
-            theirs = other.block.writes if producers else other.block.reads
-            if any(id(r.buffer) in mine for r in theirs):
-                out.append(self._block_rv(other, func_name))
-        return out
+        found = index.producers(realize) if producers else index.consumers(realize)
+        return [self._block_rv(other, func_name) for other in found]
 
     # -- seeing the change --------------------------------------------------------------------
     def _record_step(self) -> None:

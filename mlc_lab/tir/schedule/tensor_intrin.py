@@ -13,7 +13,7 @@ from ..buffer import Buffer
 from ..function import PrimFunc
 from ..functor import StmtExprMutator
 from . import errors
-from .primitives.common import Substitute
+from ..stmt_functor import substitute
 
 
 @dataclass(frozen=True)
@@ -238,7 +238,7 @@ class _Matcher:
 
     def translate(self, desc_expr):
         """A description expression in terms of the block's variables."""
-        return Substitute({dv: v for dv, v in self.vars.values()}).visit(desc_expr)
+        return substitute(desc_expr, {dv: v for dv, v in self.vars.values()})
 
     def region(self, rbuf: Buffer) -> S.BufferRegion:
         return self.regions[id(self.buffers[id(rbuf)])]

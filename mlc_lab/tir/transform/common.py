@@ -11,7 +11,6 @@ from ...ir.transform import Pass, PassContext, PassInfo, pass_decorator
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..functor import StmtExprMutator
 
 
 class PrimFuncPass(Pass):
@@ -59,21 +58,6 @@ def prim_func_pass(pass_func=None, opt_level: int = 0, name: Optional[str] = Non
     pass). Use it bare (``@prim_func_pass``) or with arguments
     (``@prim_func_pass(opt_level=0)``)."""
     return pass_decorator(PrimFuncPass, pass_func, opt_level, name, required)
-
-
-class Substitute(StmtExprMutator):
-    """Replace variables (by identity) with expressions."""
-
-    def __init__(self, mapping: dict):
-        super().__init__()
-        self.mapping = {id(k): v for k, v in mapping.items()}
-
-    def visit_Var(self, var):
-        return self.mapping.get(id(var), var)
-
-
-def substitute(node, mapping: dict):
-    return Substitute(mapping).visit(node) if mapping else node
 
 
 def loop_range(loop: S.For) -> S.Range:

@@ -10,7 +10,8 @@ from ..buffer import Buffer
 from ..function import PrimFunc
 from ..functor import StmtExprMutator, StmtExprVisitor
 from ..schedule.primitives.region import relax
-from .common import is_const, loop_range, prim_func_pass, substitute
+from ..stmt_functor import free_vars, substitute, uses_var
+from .common import is_const, loop_range, prim_func_pass
 
 
 @prim_func_pass
@@ -90,7 +91,8 @@ class _UseCollector(StmtExprVisitor):
         self.guards.append(substitute(realize.predicate, saved))
         for region in block.reads + block.writes:   # declared at the block's place, outside it
             self.record(region.buffer, _region_box(region))
-        reduce_vars = _vars_in([v for iv, v in zip(block.iter_vars, values) if iv.iter_type == "reduce"])
+        reduce_vars = {id(v) for v in free_vars([v for iv, v in zip(block.iter_vars, values)
+                                                  if iv.iter_type == "reduce"])}
         for region in block.writes:
             if id(region.buffer) in self.targets and reduce_vars:
                 self.carried.setdefault(id(region.buffer), set()).update(reduce_vars)
@@ -116,16 +118,6 @@ class _UseCollector(StmtExprVisitor):
 
 def _region_box(region: S.BufferRegion) -> list:
     return [(r.min, simplify(r.min + r.extent - 1)) for r in region.region]
-
-
-def _vars_in(exprs) -> set:
-    found = set()
-
-    class Collect(StmtExprVisitor):
-        def visit_Var(self, var):
-            found.add(id(var))
-    Collect().visit(list(exprs))
-    return found
 
 
 # ----------------------------------------------------------------------------------------------
@@ -200,17 +192,16 @@ def _relax_dim(lo, hi, inner: dict, known: dict, guards=()):
     low, high = relax(lo, inner, known), relax(hi, inner, known)
     if low is None or high is None:
         return None
-    relaxed = {id(v) for v in inner}
     low, high = low.lo, high.hi
     for bound, is_upper, guarded in _guard_bounds(guards):
         shift = simplify((hi if is_upper else lo) - guarded)
-        if _vars_in([shift, bound]) & relaxed:
+        if uses_var((shift, bound), inner):
             continue
         if is_upper:
             high = simplify(E.Min(high, shift + bound), known)
         else:
             low = simplify(E.Max(low, shift + bound), known)
-    if _vars_in([low, high]) & relaxed:
+    if uses_var((low, high), inner):
         return None
     return low, high
 

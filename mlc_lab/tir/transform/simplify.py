@@ -7,7 +7,8 @@ from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import StmtExprMutator
-from .common import is_const, prim_func_pass, substitute
+from ..stmt_functor import substitute
+from .common import is_const, prim_func_pass
 
 
 @prim_func_pass

@@ -8,7 +8,8 @@ from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import StmtExprMutator, StmtExprVisitor
-from .common import is_const, prim_func_pass, substitute
+from ..stmt_functor import substitute
+from .common import is_const, prim_func_pass
 
 MAX_UNROLL = 64
 MAX_UNROLLED_STMTS = 4096

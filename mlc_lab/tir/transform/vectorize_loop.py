@@ -9,7 +9,8 @@ from .. import dtype as dt
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..functor import StmtExprMutator, StmtExprVisitor
+from ..functor import StmtExprMutator
+from ..stmt_functor import loads_in, stores_in
 from .common import is_const, loop_range, prim_func_pass
 
 
@@ -42,15 +43,6 @@ class _Loops(StmtExprMutator):
             del self.ranges[loop.loop_var]
 
 
-class _Stored(StmtExprVisitor):
-    def __init__(self):
-        self.buffers: set[int] = set()
-
-    def visit_BufferStore(self, store):
-        self.buffers.add(id(store.buffer))
-        self.generic_visit(store)
-
-
 class _Vectorizer:
     """Rewrites one loop body lane-wise. Statements are vectorized under a mask (a bool vector,
     or None for all lanes); expressions come back with 1 lane when they do not vary."""
@@ -62,9 +54,7 @@ class _Vectorizer:
         self.lets: dict = {}
         self.guarded = False       # inside a lane-dependent condition: every access must be in bounds
         self.accesses: dict[int, list] = {}
-        stored = _Stored()
-        stored.visit(loop.body)
-        self.stored = stored.buffers
+        self.stored = {id(store.buffer) for store in stores_in(loop.body)}
 
     def run(self) -> S.Stmt:
         body = self.stmt(self.loop.body, None)
@@ -143,7 +133,7 @@ class _Vectorizer:
     def check_bounds(self, e, buffer=None):
         """Lanes whose condition is false are computed too: their loads must stay in bounds."""
         if buffer is None:
-            for load in _loads(e):
+            for load in loads_in(e):
                 self.check_bounds(load.indices[0], load.buffer)
             return
         size = buffer.shape[0]
@@ -232,18 +222,7 @@ def _ramp_arith(op, a, b):
 
 
 def _reads(e, buffers: set) -> bool:
-    return any(id(load.buffer) in buffers for load in _loads(e))
-
-
-def _loads(e) -> list:
-    found = []
-
-    class Collect(StmtExprVisitor):
-        def visit_BufferLoad(self, load):
-            found.append(load)
-            self.generic_visit(load)
-    Collect().visit(e)
-    return found
+    return any(id(load.buffer) in buffers for load in loads_in(e))
 
 
 _RULES = {

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from ....arith import simplify
 from ....arith.bound import int_bound
-from ....arith.simplify import _Linear, _Simplifier
+from ....arith.simplify import Linear, from_linear, linear_form
 from .. import errors
 from ... import expr as E
 from ... import stmt as S
 from ...analysis import block_access_regions
-from ...functor import StmtExprVisitor
+from ...stmt_functor import free_vars, substitute, uses_var
 from ..instruction import instruction
 from ..rv import BlockRV, LoopRV
-from .common import Substitute, all_blocks_under, const_int, loop_ranges, uses_var
+from .common import (SimplifyingSubstitute, all_blocks_under, const_int, loop_ranges,
+                     substitute_and_simplify)
 
 
 class BlockizePrimitives:
@@ -167,7 +168,7 @@ def _blockize(loop: S.For, index, func, preserve_unit_iters: bool, primitive: st
     outer_ivs, outer_values, inner_ivs, inner_values, sub = [], [], [], [], {}
     for iv, value in zip(block.iter_vars, realize.iter_values):
         if not preserve_unit_iters and unit:
-            value = simplify(Substitute(unit).visit(value))
+            value = simplify(substitute(value, unit))
         parts = _divide(iv, simplify(value), inner_vars, ranges)
         if parts is None:
             raise errors.BlockizeError(
@@ -196,7 +197,7 @@ def _blockize(loop: S.For, index, func, preserve_unit_iters: bool, primitive: st
     taken = set(index.blocks)
     init = None
     if block.init is not None:
-        init = _outer_init(Substitute(sub).visit(block.init), inner, loops,
+        init = _outer_init(substitute_and_simplify(block.init, sub), inner, loops,
                            _unique_name(block.name_hint + "_init", taken))
     body = inner
     for lp in reversed(loops):
@@ -210,17 +211,18 @@ def _blockize(loop: S.For, index, func, preserve_unit_iters: bool, primitive: st
 def _divide(iv: S.IterVar, value, inner_vars: set, ranges: dict):
     """(outer binding, outer extent, inner binding, inner domain) with ``value == outer * c + inner``;
     inner binding None when ``value`` uses no inner loop; None when it does not divide."""
-    lin = _Simplifier({}).linear(value)
-    inner_lin, outer_lin = _Linear(), _Linear(const=lin.const)
+    lin = linear_form(value)
+    inner_lin, outer_lin = Linear(), Linear(const=lin.const)
     for key, (atom, coef) in lin.terms.items():
-        uses_inner = _uses_any(atom, inner_vars)
-        if uses_inner and _uses_other(atom, inner_vars):
+        inner_use = [id(v) in inner_vars for v in free_vars(atom)]
+        uses_inner = any(inner_use)
+        if uses_inner and not all(inner_use):
             return None
         (inner_lin if uses_inner else outer_lin).terms[key] = (atom, coef)
     dtype = value.dtype
     if not inner_lin.terms:
         return value, None, None, None
-    inner_value = _Simplifier({}).rebuild(inner_lin, dtype)
+    inner_value = from_linear(inner_lin, dtype)
     if not outer_lin.terms and outer_lin.const == 0:
         return E.const(0, dtype), 1, inner_value, iv.dom
     lo, hi = int_bound(inner_value, ranges)
@@ -230,37 +232,16 @@ def _divide(iv: S.IterVar, value, inner_vars: set, ranges: dict):
     c = hi + 1
     if outer_lin.const % c or any(coef % c for _, coef in outer_lin.terms.values()):
         return None
-    quotient = _Linear({k: (a, coef // c) for k, (a, coef) in outer_lin.terms.items()}, outer_lin.const // c)
-    outer_value = _Simplifier({}).rebuild(quotient, dtype)
+    quotient = Linear({k: (a, coef // c) for k, (a, coef) in outer_lin.terms.items()}, outer_lin.const // c)
+    outer_value = from_linear(quotient, dtype)
     dom = S.Range(E.const(0, dtype), E.const(c, dtype))
     return outer_value, -(-dom_extent // c), inner_value, dom
-
-
-def _uses_any(e, var_ids: set) -> bool:
-    if isinstance(e, E.Var):
-        return id(e) in var_ids
-    if isinstance(e, E.PrimExpr):
-        return any(_uses_any(v, var_ids) for _, v in e.fields() if isinstance(v, (E.PrimExpr, tuple)))
-    if isinstance(e, tuple):
-        return any(_uses_any(x, var_ids) for x in e)
-    return False
-
-
-def _uses_other(e, var_ids: set) -> bool:
-    """Whether ``e`` uses a variable that is not in ``var_ids``."""
-    if isinstance(e, E.Var):
-        return id(e) not in var_ids
-    if isinstance(e, E.PrimExpr):
-        return any(_uses_other(v, var_ids) for _, v in e.fields() if isinstance(v, (E.PrimExpr, tuple)))
-    if isinstance(e, tuple):
-        return any(_uses_other(x, var_ids) for x in e)
-    return False
 
 
 def _substituted_block(block: S.Block, sub: dict, inner_ivs: list) -> S.Block:
     """The inner block: new iterators, the original body in terms of them, no init. Without its
     init the block reads what it accumulates into, so its writes join its reads."""
-    subst = Substitute(sub)
+    subst = SimplifyingSubstitute(sub)
     new = block.replace(iter_vars=tuple(inner_ivs), body=subst.visit(block.body), init=None,
                         reads=subst.visit(block.reads), writes=subst.visit(block.writes),
                         match_buffers=subst.visit(block.match_buffers))
@@ -276,7 +257,7 @@ def _outer_init(init_body, inner: S.BlockRealize, loops: list, name: str) -> S.S
     uses, under serial copies of the loops those iterators (or the predicate) are bound to."""
     sub, ivs, values = {}, [], []
     for iv, value in zip(inner.block.iter_vars, inner.iter_values):
-        if iv.iter_type == "spatial" and _stmt_uses(init_body, iv.var):
+        if iv.iter_type == "spatial" and uses_var(init_body, iv.var):
             sub[iv.var] = E.Var(iv.var.name + "_init", iv.var.dtype)
             ivs.append(iv.replace(var=sub[iv.var]))
             values.append(value)
@@ -284,7 +265,7 @@ def _outer_init(init_body, inner: S.BlockRealize, loops: list, name: str) -> S.S
                   or any(uses_var(v, lp.loop_var) for v in values)]
     for lp in init_loops:
         sub[lp.loop_var] = E.Var(lp.loop_var.name + "_init", lp.loop_var.dtype)
-    subst = Substitute(sub)
+    subst = SimplifyingSubstitute(sub)
     block = S.Block(name, tuple(ivs), (), (), subst.visit(init_body))
     reads, writes = block_access_regions(block)
     stmt = S.BlockRealize(tuple(subst.visit(v) for v in values), subst.visit(inner.predicate),
@@ -292,20 +273,6 @@ def _outer_init(init_body, inner: S.BlockRealize, loops: list, name: str) -> S.S
     for lp in reversed(init_loops):
         stmt = S.For(sub[lp.loop_var], lp.min, lp.extent, "serial", stmt)
     return stmt
-
-
-class _VarUse(StmtExprVisitor):
-    def __init__(self, var):
-        self.var, self.found = var, False
-
-    def visit_Var(self, var):
-        self.found |= var is self.var
-
-
-def _stmt_uses(stmt, var) -> bool:
-    finder = _VarUse(var)
-    finder.visit(stmt)
-    return finder.found
 
 
 def _describe(stmt) -> str:

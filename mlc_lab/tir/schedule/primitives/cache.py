@@ -3,11 +3,12 @@ next to an existing one (shared with the reduction primitives)."""
 from __future__ import annotations
 
 from ....arith import simplify
-from ...analysis import _substitute, block_access_regions, relax_bound
-from ...buffer import SCOPES
+from ...analysis import block_access_regions, relax_bound
+from ...buffer import SCOPES, Buffer
 from ... import expr as E
 from ... import stmt as S
 from ...functor import StmtExprMutator
+from ...stmt_functor import post_order_visit, substitute
 from .. import errors
 from ..instruction import instruction
 from ..lookup import StmtReplacer
@@ -328,8 +329,8 @@ def _relaxed_region(realize, region, loops) -> list:
     inner = {loop.loop_var: S.Range(loop.min, loop.extent) for loop in loops}
     out = []
     for rng, dim in zip(region.region, region.buffer.shape):
-        lo = relax_bound(_substitute(rng.min, binding), inner, lower=True)
-        hi = relax_bound(_substitute(rng.min + rng.extent - 1, binding), inner, lower=False)
+        lo = relax_bound(substitute(rng.min, binding), inner, lower=True)
+        hi = relax_bound(substitute(rng.min + rng.extent - 1, binding), inner, lower=False)
         if lo is None or hi is None:
             out.append((E.const(0, dim.dtype), dim))
             continue
@@ -381,18 +382,13 @@ def _check_scope(storage_scope, primitive: str, func, realize) -> None:
 
 
 def taken_buffer_names(func) -> set:
-    from ...functor import StmtExprVisitor
+    names = set()
 
-    class Names(StmtExprVisitor):
-        def __init__(self):
-            self.names = set()
-
-        def visit_Buffer(self, buffer):
-            self.names.add(buffer.name)
-    collector = Names()
-    collector.visit(func.params)
-    collector.visit(func.body)
-    return collector.names
+    def note(node):
+        if isinstance(node, Buffer):
+            names.add(node.name)
+    post_order_visit((func.params, func.body), note)
+    return names
 
 
 def _new_buffer(func, buffer, storage_scope: str):

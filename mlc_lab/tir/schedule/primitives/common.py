@@ -1,23 +1,21 @@
-"""Helpers shared by schedule primitives: substitution, loop ranges, block classification."""
+"""Helpers shared by schedule primitives: substitution that keeps block bindings simple, loop
+ranges, block classification."""
 from __future__ import annotations
 
 from ....arith import simplify
 from ... import expr as E
 from ... import stmt as S
-from ...functor import StmtExprMutator
+from ...stmt_functor import Substitute, uses_var
 from ..lookup import StmtReplacer, child_blocks
 
 
-class Substitute(StmtExprMutator):
-    """Replace variables by expressions; block bindings and predicates are re-simplified."""
+class SimplifyingSubstitute(Substitute):
+    """Replace variables by expressions; the bindings and predicate of every block that changes
+    are re-simplified, knowing the ranges of the loops passed on the way down."""
 
     def __init__(self, mapping: dict, var_ranges: dict | None = None):
-        super().__init__()
-        self.mapping = {id(k): v for k, v in mapping.items()}
+        super().__init__(mapping)
         self.var_ranges = var_ranges or {}
-
-    def visit_Var(self, var):
-        return self.mapping.get(id(var), var)
 
     def visit_BlockRealize(self, realize):
         new = self.generic_visit(realize)
@@ -31,8 +29,10 @@ class Substitute(StmtExprMutator):
         return self.generic_visit(loop)
 
 
-def substitute(stmt, mapping: dict, var_ranges: dict | None = None):
-    return Substitute(mapping, dict(var_ranges or {})).visit(stmt)
+def substitute_and_simplify(stmt, mapping: dict, var_ranges: dict | None = None):
+    """``stmt`` with the variables of ``mapping`` replaced, and the bindings of the blocks that
+    changed simplified (``var_ranges``: Var -> Range of the loops around ``stmt``)."""
+    return SimplifyingSubstitute(mapping, dict(var_ranges or {})).visit(stmt)
 
 
 def loop_ranges(loops) -> dict:
@@ -42,16 +42,6 @@ def loop_ranges(loops) -> dict:
 
 def const_int(e):
     return e.value if isinstance(e, E.IntImm) else None
-
-
-def uses_var(e, var) -> bool:
-    if e is var:
-        return True
-    if isinstance(e, (tuple, list)):
-        return any(uses_var(x, var) for x in e)
-    if isinstance(e, E.PrimExpr) and not isinstance(e, E.Var):
-        return any(uses_var(v, var) for _, v in e.fields() if isinstance(v, (E.PrimExpr, tuple)))
-    return False
 
 
 def first_loop_feeding_reduction(realize, loops):

@@ -178,7 +178,7 @@ class ComputeLocationPrimitives:
                          "its scope (an output of the function); an output block cannot be moved "
                          "under a consumer's loop", realize.block)
 
-        producers, consumers = _neighbours(realize, child_blocks(scope))
+        producers, consumers = idx.producers(realize), idx.consumers(realize)
         needed = consumers if forward else producers
         for other in needed:
             if not any(anc is loop_node for anc in idx.path(other)):
@@ -223,17 +223,6 @@ class ComputeLocationPrimitives:
         moved = realize_over(realize.block, domains, preserve_unit_loops, known)
         body = remove_and_insert(func.body, remove=realize, insert=(loop_node, position, moved))
         self._update(func_name, func.replace(body=body), primitive)
-
-
-def _neighbours(realize, siblings) -> tuple[list, list]:
-    """(producers, consumers) of ``realize`` among the blocks of its scope."""
-    reads = {id(r.buffer) for r in realize.block.reads}
-    writes = {id(r.buffer) for r in realize.block.writes}
-    producers = [b for b in siblings if b is not realize
-                 and any(id(w.buffer) in reads for w in b.block.writes)]
-    consumers = [b for b in siblings if b is not realize
-                 and any(id(r.buffer) in writes for r in b.block.reads)]
-    return producers, consumers
 
 
 def _check_reduction_finished(idx, producer, loop: S.For, known: dict, fail) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 from .. import errors
 from ... import stmt as S
 from ..instruction import instruction
-from .common import all_blocks_under, const_int, dataflow_violation, uses_var
+from ...stmt_functor import uses_var
+from .common import all_blocks_under, const_int, dataflow_violation
 
 
 class ForKindPrimitives:

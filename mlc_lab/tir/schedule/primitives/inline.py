@@ -10,7 +10,8 @@ from ...analysis import block_access_regions
 from ...functor import StmtExprMutator, StmtExprVisitor
 from ..instruction import instruction
 from ..lookup import StmtReplacer, child_blocks, replace_stmts
-from .common import dataflow_violation, substitute, uses_var
+from ...stmt_functor import loads_in, substitute, uses_var
+from .common import dataflow_violation
 from .region import remove_and_insert
 
 
@@ -156,7 +157,7 @@ class InlinePrimitives:
             fail(problem)
         siblings = child_blocks(scope)
         buffer = _single_intermediate(consumer, realize, siblings, fail)
-        producers = [b for b in siblings if any(w.buffer is buffer for w in b.block.writes)]
+        producers = [b for b in idx.producers(realize) if any(w.buffer is buffer for w in b.block.writes)]
         if len(producers) != 1:
             fail(f"buffer {buffer.name} has {len(producers)} producer blocks; it needs exactly one",
                  *[p.block for p in producers])
@@ -182,7 +183,7 @@ class InlinePrimitives:
         if not (isinstance(realize.predicate, E.IntImm) and realize.predicate.value):
             fail("it has a predicate (T.where), so it does not consume every element of "
                  f"{buffer.name}", consumer)
-        loads = _loads_of(store, buffer)
+        loads = [load for load in loads_in(store) if load.buffer is buffer]
         first = loads[0].indices
         if any(not _same_exprs(load.indices, first) for load in loads[1:]):
             fail(f"it loads {buffer.name} at different indices", store)
@@ -257,22 +258,6 @@ def _single_intermediate(consumer: S.Block, realize, siblings, fail):
         fail(f"it must read exactly one buffer written by another block of its scope, but reads "
              f"{len(found)} ({names})")
     return found[0]
-
-
-def _loads_of(node, buffer) -> list:
-    collector = _LoadCollector(buffer)
-    collector.visit(node)
-    return collector.loads
-
-
-class _LoadCollector(StmtExprVisitor):
-    def __init__(self, buffer):
-        self.buffer, self.loads = buffer, []
-
-    def visit_BufferLoad(self, load):
-        if load.buffer is self.buffer:
-            self.loads.append(load)
-        self.generic_visit(load)
 
 
 def _same_exprs(a, b) -> bool:

@@ -9,10 +9,11 @@ import numpy as np
 
 from ....arith import int_bound, simplify
 from ....ir import structural_equal
-from ...analysis import _substitute, relax_bound
+from ...analysis import relax_bound
 from ... import expr as E
 from ... import stmt as S
-from ...functor import StmtExprMutator, StmtExprVisitor
+from ...functor import StmtExprMutator
+from ...stmt_functor import post_order_visit, substitute
 from .. import errors
 from ..instruction import instruction
 
@@ -254,16 +255,13 @@ def _resolve_buffer(realize, buffer, func, primitive):
 
 
 def _is_allocated(func, buffer) -> bool:
-    class Finder(StmtExprVisitor):
-        found = False
+    allocated = []
 
-        def visit_Block(self, block):
-            if any(b is buffer for b in block.alloc_buffers):
-                self.found = True
-            self.generic_visit(block)
-    finder = Finder()
-    finder.visit(func.body)
-    return finder.found
+    def note(node):
+        if isinstance(node, S.Block):
+            allocated.extend(node.alloc_buffers)
+    post_order_visit(func.body, note)
+    return any(b is buffer for b in allocated)
 
 
 class _Relayout(StmtExprMutator):
@@ -279,7 +277,7 @@ class _Relayout(StmtExprMutator):
 
     def _map(self, indices) -> tuple:
         binding = dict(zip(self.in_vars, indices))
-        return tuple(simplify(_substitute(out, binding)) for out in self.outputs)
+        return tuple(simplify(substitute(out, binding)) for out in self.outputs)
 
     def visit_BufferLoad(self, load):
         if load.buffer is not self.old:
@@ -311,7 +309,7 @@ class _Relayout(StmtExprMutator):
         binding = dict(zip(self.in_vars, indices))
         ranges = []
         for out, dim in zip(self.outputs, self.new.shape):
-            e = _substitute(out, binding)
+            e = substitute(out, binding)
             lo, hi = relax_bound(e, inner, lower=True), relax_bound(e, inner, lower=False)
             if lo is None or hi is None:
                 ranges.append(S.Range(E.const(0, dim.dtype), dim))

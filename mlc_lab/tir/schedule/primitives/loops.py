@@ -8,7 +8,8 @@ from .. import errors
 from ... import expr as E
 from ... import stmt as S
 from ..instruction import instruction
-from .common import add_predicate, const_int, substitute, uses_var
+from ...stmt_functor import uses_var
+from .common import add_predicate, const_int, substitute_and_simplify
 
 
 class LoopPrimitives:
@@ -88,7 +89,7 @@ class LoopPrimitives:
         if const_int(node.min) != 0:
             fused_index = fused_index + node.min
         ranges = {v: S.Range(E.const(0, dtype), f) for v, f in zip(new_vars, extents)}
-        body = substitute(node.body, {node.loop_var: fused_index}, ranges)
+        body = substitute_and_simplify(node.body, {node.loop_var: fused_index}, ranges)
         if not exact and not (None in factors and known == 1):
             bound = node.extent if extent is None else E.const(extent, dtype)
             body = add_predicate(body, lambda _: simplify(fused_index - node.min, ranges) < bound)
@@ -158,7 +159,7 @@ class LoopPrimitives:
             mapping[n.loop_var] = value
             stride = simplify(stride * n.extent)
         ranges = {fused: S.Range(E.const(0, dtype), extent)}
-        body = substitute(nodes[-1].body, mapping, ranges)
+        body = substitute_and_simplify(nodes[-1].body, mapping, ranges)
         new_loop = S.For(fused, E.const(0, dtype), extent, "serial", body)
         self._replace(func_name, {id(nodes[0]): new_loop}, "fuse")
         return self._loop_rv_of_var(fused, func_name)

@@ -4,17 +4,18 @@ from __future__ import annotations
 import numpy as np
 
 from ....ir import structural_equal
-from ...analysis import _substitute, block_access_regions
+from ...analysis import block_access_regions
 from ... import dtype as dt
 from ... import expr as E
 from ... import stmt as S
 from ...functor import StmtExprMutator
+from ...stmt_functor import free_vars, substitute, uses_var
 from .. import errors
 from ..instruction import instruction
 from ..lookup import StmtReplacer, child_blocks
 from ..rv import BlockRV
 from .cache import replace_flat, taken_buffer_names, unique_block_name, unique_name
-from .common import first_loop_feeding_reduction, is_reduction_block, substitute, uses_var
+from .common import first_loop_feeding_reduction, is_reduction_block, substitute_and_simplify
 
 
 class ReductionPrimitives:
@@ -97,14 +98,14 @@ class ReductionPrimitives:
         dropped = [lp.loop_var for lp in loops[pos:] if not any(lp is c for c in chosen)]
         loop_map = {lp.loop_var: E.Var(f"{lp.loop_var.name}_init", lp.loop_var.dtype) for lp in chosen}
         init_block = S.Block(unique_block_name(index, f"{blk.name_hint}_init"), tuple(iter_vars),
-                             (), (), substitute(blk.init, var_map), annotations=blk.annotations)
+                             (), (), substitute_and_simplify(blk.init, var_map), annotations=blk.annotations)
         init_block = _with_regions(init_block)
         predicate = _keep_conjuncts(realize.predicate, lambda c: not any(uses_var(c, v) for v in dropped))
-        init_stmt = S.BlockRealize(tuple(_substitute(v, loop_map) for v in values),
-                                   _substitute(predicate, loop_map), init_block)
+        init_stmt = S.BlockRealize(tuple(substitute(v, loop_map) for v in values),
+                                   substitute(predicate, loop_map), init_block)
         for lp in reversed(chosen):
-            init_stmt = lp.replace(loop_var=loop_map[lp.loop_var], min=_substitute(lp.min, loop_map),
-                                   extent=_substitute(lp.extent, loop_map), body=init_stmt)
+            init_stmt = lp.replace(loop_var=loop_map[lp.loop_var], min=substitute(lp.min, loop_map),
+                                   extent=substitute(lp.extent, loop_map), body=init_stmt)
         update = _with_regions(blk.replace(name_hint=unique_block_name(index, f"{blk.name_hint}_update"),
                                            init=None))
         new_loop = StmtReplacer({id(realize): realize.replace(block=update)}).visit(loop_node)
@@ -227,7 +228,7 @@ class ReductionPrimitives:
                 iter_vars.append(iv)
                 values.append(value)
                 continue
-            for var in _vars_in(value):
+            for var in free_vars(value):
                 lp = loop_vars.get(id(var))
                 if lp is None or var in block_of_loop:
                     continue
@@ -235,11 +236,12 @@ class ReductionPrimitives:
                 block_of_loop[var] = new
                 iter_vars.append(S.IterVar(new, S.Range(lp.min, lp.extent), "reduce"))
                 values.append(var)
-            var_map[iv.var] = _substitute(value, block_of_loop)
+            var_map[iv.var] = substitute(value, block_of_loop)
         to_rf = _AddAxis(buffer, rf_buffer, axis, rf_var)
         rf_block = blk.replace(name_hint=unique_block_name(index, f"{blk.name_hint}_rf"),
-                               iter_vars=tuple(iter_vars), body=to_rf.visit(substitute(blk.body, var_map)),
-                               init=to_rf.visit(substitute(blk.init, var_map)))
+                               iter_vars=tuple(iter_vars),
+                               body=to_rf.visit(substitute_and_simplify(blk.body, var_map)),
+                               init=to_rf.visit(substitute_and_simplify(blk.init, var_map)))
         rf_block = _with_regions(rf_block)
         rf_realize = S.BlockRealize(tuple(values), realize.predicate, rf_block)
 
@@ -256,19 +258,19 @@ class ReductionPrimitives:
             if iv.iter_type == "spatial":
                 wb_map[iv.var] = E.Var(iv.var.name, iv.var.dtype)
                 wb_iters.append(iv.replace(var=wb_map[iv.var]))
-                wb_values.append(_substitute(value, loop_map))
-        indices = tuple(_substitute(i, wb_map) for i in store.indices)
+                wb_values.append(substitute(value, loop_map))
+        indices = tuple(substitute(i, wb_map) for i in store.indices)
         rf_indices = indices[:axis] + (wb_rf_var,) + indices[axis:]
         wb_body = S.BufferStore(buffer, combine(E.BufferLoad(buffer, indices),
                                                 E.BufferLoad(rf_buffer, rf_indices)), indices)
         wb_block = _with_regions(S.Block(blk.name_hint, tuple(wb_iters), (), (), wb_body,
-                                         substitute(blk.init, wb_map), annotations=blk.annotations))
+                                         substitute_and_simplify(blk.init, wb_map), annotations=blk.annotations))
         dropped = [lp.loop_var for lp in loops[top_pos:] if not any(lp is w for w in wb_loops)]
         predicate = _keep_conjuncts(realize.predicate, lambda c: not any(uses_var(c, v) for v in dropped))
-        wb_stmt = S.BlockRealize(tuple(wb_values), _substitute(predicate, loop_map), wb_block)
+        wb_stmt = S.BlockRealize(tuple(wb_values), substitute(predicate, loop_map), wb_block)
         for lp in reversed(wb_loops):
-            wb_stmt = lp.replace(loop_var=loop_map[lp.loop_var], min=_substitute(lp.min, loop_map),
-                                 extent=_substitute(lp.extent, loop_map), body=wb_stmt)
+            wb_stmt = lp.replace(loop_var=loop_map[lp.loop_var], min=substitute(lp.min, loop_map),
+                                 extent=substitute(lp.extent, loop_map), body=wb_stmt)
 
         top = loops[top_pos]
         new_top = StmtReplacer({id(realize): rf_realize}).visit(top)
@@ -295,22 +297,6 @@ def _keep_conjuncts(predicate, keep):
     out = E.IntImm("bool", 1)
     for c in kept:
         out = c if isinstance(out, E.IntImm) else E.And(out, c)
-    return out
-
-
-def _vars_in(e) -> list:
-    """Variables of ``e`` in order of first appearance."""
-    if isinstance(e, E.Var):
-        return [e]
-    out = []
-    if isinstance(e, E.PrimExpr):
-        for _, v in e.fields():
-            for var in _vars_in(v) if isinstance(v, (E.PrimExpr, tuple)) else []:
-                if not any(var is o for o in out):
-                    out.append(var)
-    elif isinstance(e, tuple):
-        for x in e:
-            out.extend(v for v in _vars_in(x) if not any(v is o for o in out))
     return out
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ....arith import simplify
-from ....arith.simplify import _Simplifier
+from ....arith.simplify import Linear, from_linear, linear_form
 from ... import expr as E
 from ... import stmt as S
 from ...functor import StmtExprMutator
-from .common import substitute, uses_var
+from ...stmt_functor import substitute, uses_var
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def union_regions(regions: list, known: dict | None = None) -> Region | None:
 
 
 def _relax(e, relaxed: dict, known: dict):
-    if not _uses_any(e, relaxed):
+    if not uses_var(e, relaxed):
         return e, e
     if isinstance(e, E.Var):
         rng = relaxed[e]
@@ -123,10 +123,6 @@ def _relax(e, relaxed: dict, known: dict):
     if isinstance(same_period, E.IntImm) and same_period.value == 0:
         return E.FloorMod(a[0], c), E.FloorMod(a[1], c)
     return E.const(0, e.dtype), E.const(c.value - 1, e.dtype)
-
-
-def _uses_any(e, variables: dict) -> bool:
-    return any(uses_var(e, v) for v in variables)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -273,7 +269,7 @@ def _is_one(e) -> bool:
 
 def _var_plus_offset(e, iter_vars):
     """(v, offset) when ``e`` is ``v + offset`` with offset free of the iterators; else None."""
-    lin = _Simplifier({}).linear(simplify(e))
+    lin = linear_form(simplify(e))
     var, rest = None, dict(lin.terms)
     for key, (atom, coef) in lin.terms.items():
         if any(atom is v for v in iter_vars):
@@ -281,9 +277,9 @@ def _var_plus_offset(e, iter_vars):
                 return None
             var = atom
             del rest[key]
-    if var is None or any(uses_var(atom, v) for atom, _ in rest.values() for v in iter_vars):
+    if var is None or any(uses_var(atom, iter_vars) for atom, _ in rest.values()):
         return None
-    offset = _Simplifier({}).rebuild(type(lin)(rest, lin.const), var.dtype)
+    offset = from_linear(Linear(rest, lin.const), var.dtype)
     return var, offset
 
 

@@ -8,9 +8,9 @@ from ....arith import simplify
 from .. import errors
 from ... import stmt as S
 from ..instruction import instruction
-from ..lookup import child_blocks
 from ..rv import BlockRV, LoopRV, SampledInt
-from .common import all_blocks_under, const_int, uses_var
+from ...stmt_functor import uses_var
+from .common import all_blocks_under, const_int
 
 
 class SamplingPrimitives:
@@ -184,10 +184,7 @@ class SamplingPrimitives:
     def _compute_location_candidates(self, func_name: str, realize, index) -> list:
         """[(decision, For or None)], the root (-1) first."""
         candidates = [(-1, None)]
-        scope = index.parent_block(realize)
-        written = {id(w.buffer) for w in realize.block.writes}
-        consumers = [r for r in (child_blocks(scope) if scope is not None else [])
-                     if r is not realize and any(id(rd.buffer) in written for rd in r.block.reads)]
+        consumers = index.consumers(realize)
         if not consumers:
             return candidates
         loops = index.loops_above(consumers[0])

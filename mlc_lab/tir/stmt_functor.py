@@ -1,0 +1,221 @@
+"""Everyday questions and rewrites on the loop IR, built on the visitor/mutator of :mod:`.functor`.
+
+Variables and buffers are compared by identity (two ``Var("i")`` are two variables), as
+everywhere in the IR. Each helper takes an expression, a statement, or a tuple/list of them.
+
+>>> from mlc_lab import tir
+>>> i, j, n = tir.Var("i"), tir.Var("j"), tir.Var("n")
+>>> A = tir.decl_buffer((n,), name="A")
+>>> e = A[i] + A[j * 2]
+>>> free_vars(e)
+[i, j]
+>>> uses_var(e, j), uses_var(e, n)
+(True, False)
+>>> [load.indices[0] for load in loads_in(e)]
+[i, j * 2]
+>>> substitute(e, {i: tir.const(0)})
+A[0] + A[j * 2]
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..ir.node import Node
+from . import expr as E
+from . import stmt as S
+from .functor import StmtExprMutator, StmtExprVisitor
+
+
+class _FreeScan(StmtExprVisitor):
+    """Variables and buffers used but not bound inside the visited IR, in first-use order.
+
+    Loops bind their variable, let statements theirs, blocks their iterators, ``Allocate`` and
+    blocks' ``alloc_buffers``/``match_buffers`` their buffers. With ``buffer_shapes`` a buffer's
+    shape and strides count as uses the first time the buffer is met.
+    """
+
+    def __init__(self, buffer_shapes: bool):
+        self.buffer_shapes = buffer_shapes
+        self.vars: list = []
+        self.buffers: list = []
+        self.bound: set[int] = set()
+        self.seen_vars: set[int] = set()
+        self.seen_buffers: set[int] = set()
+
+    def visit_Var(self, var):
+        if id(var) not in self.bound and id(var) not in self.seen_vars:
+            self.seen_vars.add(id(var))
+            self.vars.append(var)
+
+    def visit_Buffer(self, buffer):
+        if id(buffer) in self.seen_buffers:
+            return
+        self.seen_buffers.add(id(buffer))
+        if self.buffer_shapes:
+            self.visit(buffer.shape + buffer.strides)
+        self.buffers.append(buffer)
+
+    def bind_buffer(self, buffer):
+        if id(buffer) not in self.seen_buffers:
+            self.seen_buffers.add(id(buffer))
+            if self.buffer_shapes:
+                self.visit(buffer.shape + buffer.strides)
+
+    def visit_For(self, loop):
+        self.visit((loop.min, loop.extent))
+        self.bound.add(id(loop.loop_var))
+        self.visit((loop.body, loop.annotations))
+
+    def visit_LetStmt(self, let):
+        self.visit(let.value)
+        self.bound.add(id(let.var))
+        self.visit(let.body)
+
+    def visit_Allocate(self, alloc):
+        self.bind_buffer(alloc.buffer)
+        self.visit(alloc.body)
+
+    def visit_IterVar(self, iv):
+        self.visit(iv.dom)
+        self.bound.add(id(iv.var))
+
+    def visit_Block(self, block):
+        self.visit(block.iter_vars)
+        for buffer in block.alloc_buffers:
+            self.bind_buffer(buffer)
+        for match in block.match_buffers:
+            self.visit(match.source)
+            self.bind_buffer(match.buffer)
+        self.visit((block.reads, block.writes, block.init, block.body, block.annotations))
+
+
+def free_vars(node: Any, buffer_shapes: bool = False) -> list:
+    """The variables ``node`` uses but does not bind, each once, in order of first use.
+
+    Loop variables, let variables and block iterators bound inside ``node`` are not free. A
+    buffer's shape and strides are looked at only with ``buffer_shapes=True`` (the sizes a
+    compiled statement needs to index or allocate its buffers).
+
+    >>> from mlc_lab import tir
+    >>> i, n = tir.Var("i"), tir.Var("n")
+    >>> A = tir.decl_buffer((n,), name="A")
+    >>> loop = tir.For(i, tir.const(0), n, "serial", tir.BufferStore(A, A[i] + 1.0, (i,)))
+    >>> free_vars(loop), free_vars(loop.body), free_vars(loop.body, buffer_shapes=True)
+    ([n], [i], [n, i])
+    """
+    scan = _FreeScan(buffer_shapes)
+    scan.visit(node)
+    return scan.vars
+
+
+def free_buffers(node: Any) -> list:
+    """The buffers ``node`` accesses but does not allocate, each once, in order of first use.
+
+    >>> from mlc_lab import tir
+    >>> A, B = tir.decl_buffer((4,), name="A"), tir.decl_buffer((4,), name="B")
+    >>> i = tir.Var("i")
+    >>> [b.name for b in free_buffers(tir.BufferStore(B, A[i], (i,)))]
+    ['B', 'A']
+    >>> free_buffers(tir.Allocate(A, tir.BufferStore(A, tir.const(0.0), (i,))))
+    []
+    """
+    scan = _FreeScan(buffer_shapes=False)
+    scan.visit(node)
+    return scan.buffers
+
+
+def uses_var(node: Any, var_or_vars) -> bool:
+    """Whether ``node`` uses ``var_or_vars`` (a Var, or any Var of a collection of them) freely.
+
+    >>> from mlc_lab import tir
+    >>> i, j = tir.Var("i"), tir.Var("j")
+    >>> uses_var(i * 4 + 1, i), uses_var(i * 4 + 1, [j]), uses_var((j, i), {i: None})
+    (True, False, True)
+    """
+    wanted = {id(var_or_vars)} if isinstance(var_or_vars, E.Var) else {id(v) for v in var_or_vars}
+    return any(id(v) in wanted for v in free_vars(node))
+
+
+class _Collect(StmtExprVisitor):
+    def __init__(self, cls: type):
+        self.cls, self.found = cls, []
+
+    def visit(self, node):
+        if isinstance(node, self.cls):
+            self.found.append(node)
+        return super().visit(node)
+
+
+def loads_in(node: Any) -> list:
+    """Every BufferLoad in ``node`` (loads inside indices included), outer before inner, left to right.
+
+    >>> from mlc_lab import tir
+    >>> A, B = tir.decl_buffer((4,), name="A", dtype="int32"), tir.decl_buffer((4,), name="B")
+    >>> i = tir.Var("i")
+    >>> loads_in(B[A[i]] + B[i])
+    [B[A[i]], A[i], B[i]]
+    """
+    collect = _Collect(E.BufferLoad)
+    collect.visit(node)
+    return collect.found
+
+
+def stores_in(node: Any) -> list:
+    """Every BufferStore in ``node``, in program order.
+
+    >>> from mlc_lab import tir
+    >>> A, i = tir.decl_buffer((4,), name="A"), tir.Var("i")
+    >>> stores = stores_in(tir.For(i, tir.const(0), tir.const(4), "serial",
+    ...                            tir.BufferStore(A, tir.const(1.0), (i,))))
+    >>> [s.buffer.name for s in stores]
+    ['A']
+    """
+    collect = _Collect(S.BufferStore)
+    collect.visit(node)
+    return collect.found
+
+
+def post_order_visit(node: Any, fvisit: Callable[[Node], None]) -> None:
+    """Call ``fvisit`` on every IR node in ``node`` (buffers too), children before parents.
+
+    >>> from mlc_lab import tir
+    >>> i = tir.Var("i")
+    >>> seen = []
+    >>> post_order_visit(i + 1, lambda n: seen.append(type(n).__name__))
+    >>> seen
+    ['Var', 'IntImm', 'Add']
+    """
+    class PostOrder(StmtExprVisitor):
+        def visit(self, item):
+            super().visit(item)
+            if isinstance(item, Node):
+                fvisit(item)
+    PostOrder().visit(node)
+
+
+class Substitute(StmtExprMutator):
+    """Replaces variables (by identity) with expressions; subclass it to do more on the way."""
+
+    def __init__(self, mapping: dict):
+        super().__init__()
+        self.mapping = {id(k): v for k, v in mapping.items()}
+
+    def visit_Var(self, var):
+        return self.mapping.get(id(var), var)
+
+
+def substitute(node: Any, mapping: dict) -> Any:
+    """``node`` with every variable that is a key of ``mapping`` replaced by its value.
+
+    Keys are matched by identity; untouched subtrees come back as the same objects.
+
+    >>> from mlc_lab import tir
+    >>> i, j = tir.Var("i"), tir.Var("j")
+    >>> substitute(i * 4 + j, {i: j + 1})
+    (j + 1) * 4 + j
+    """
+    return Substitute(mapping).visit(node) if mapping else node
+
+
+__all__ = ["Substitute", "free_buffers", "free_vars", "loads_in", "post_order_visit", "stores_in",
+           "substitute", "uses_var"]
