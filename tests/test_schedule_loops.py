@@ -1,6 +1,10 @@
 """Schedule core and loop primitives: split, fuse, reorder, parallel/vectorize/unroll/bind,
 annotate; handles, traces, history and errors."""
+import numpy as np
 import pytest
+
+import mlc_lab
+from mlc_lab.tir.schedule import errors
 
 from mlc_lab import tir
 from mlc_lab.ir import assert_structural_equal, structural_equal
@@ -256,3 +260,74 @@ def test_numerics_guard_names_the_step_and_keeps_the_old_module():
                                                    r"computes different results: buffer B\["):
         sch._replace("main", {id(realize): wrong}, "broken_step")
     assert sch.mod is before
+
+
+@T.prim_func
+def row_sum(A: T.Buffer((4, 6), "float32"), S: T.Buffer((4,), "float32")):
+    for i, k in T.grid(4, 6):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk]
+
+
+def test_reorder_refuses_to_move_a_loop_feeding_spatial_and_reduce_iterators():
+    sch = tir.Schedule(row_sum)
+    i, k = sch.get_loops(sch.get_block("S"))
+    x, y = sch.split(sch.fuse(i, k), factors=[6, 4])
+    before = sch.mod
+    with pytest.raises(errors.MixedIterTypeLoopError):
+        sch.reorder(y, x)
+    assert sch.mod is before
+
+
+def test_reorder_keeps_moving_loops_that_feed_one_kind_of_iterator():
+    sch = tir.Schedule(row_sum)
+    i, k = sch.get_loops(sch.get_block("S"))
+    k0, k1 = sch.split(k, factors=[2, 3])
+    sch.reorder(k1, i, k0)
+    a = np.arange(24, dtype="float32").reshape(4, 6)
+    s = np.full(4, np.nan, "float32")
+    mlc_lab.build(sch.mod, target="python")["main"](a, s)
+    np.testing.assert_allclose(s, a.sum(1))
+
+
+@T.prim_func
+def symbolic_add(a: T.handle, c: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    for i in range(n):
+        with T.block("C"):
+            vi = T.axis.spatial(n, i)
+            C[vi] = A[vi] + T.float32(1)
+
+
+def test_split_of_a_symbolic_extent_needs_a_factor_product_that_covers_it():
+    sch = tir.Schedule(symbolic_add)
+    (i,) = sch.get_loops(sch.get_block("C"))
+    with pytest.raises(errors.WrongFactorProductError):
+        sch.split(i, factors=[2, 4])
+
+
+@pytest.mark.parametrize("factors", [[None, 4], [2, None, 4], [None, 1], [1, None]])
+@pytest.mark.parametrize("target", ["python", "llvm"])
+def test_split_of_a_symbolic_extent_infers_the_none_factor(factors, target):
+    sch = tir.Schedule(symbolic_add)
+    (i,) = sch.get_loops(sch.get_block("C"))
+    sch.split(i, factors=factors)
+    lib = mlc_lab.build(sch.mod, target=target)
+    for n in (1, 7, 8, 17):
+        a, c = np.arange(n, dtype="float32"), np.full(n, np.nan, "float32")
+        lib["main"](a, c)
+        np.testing.assert_array_equal(c, a + 1)
+
+
+def test_parallel_refuses_a_loop_nested_in_another_parallel_loop():
+    sch = tir.Schedule(row_sum)
+    i, k = sch.get_loops(sch.get_block("S"))
+    i0, i1 = sch.split(i, factors=[2, 2])
+    sch.parallel(i0)
+    with pytest.raises(errors.NestedParallelError):
+        sch.parallel(i1)

@@ -49,6 +49,11 @@ class LoopsNotChainError(ScheduleError):
     """Loops are not in one chain of single-child nested loops (reorder)."""
 
 
+class MixedIterTypeLoopError(ScheduleError):
+    """A loop that feeds both spatial and reduce iterators of a reduction block cannot be moved
+    (reorder) or factored (rfactor): the block's init would no longer precede its updates."""
+
+
 class NotAdjacentError(ScheduleError):
     """Loops to fuse are not directly nested one inside the other."""
 

@@ -2,7 +2,7 @@
 # there, shrunk to the box it touches under that place. Expects block-form PrimFuncs (after lower_init_block).
 from __future__ import annotations
 
-from ...arith import simplify
+from ...arith import can_prove, simplify
 from ...arith.bound import int_bound
 from .. import expr as E
 from .. import stmt as S
@@ -47,11 +47,12 @@ class _Owners(StmtExprVisitor):
 class _Use:
     """One access: the scopes (For and Block nodes, outermost first) around it, and its box as
     inclusive (lo, hi) per dimension in loop variables (block iterators replaced by bindings), and
-    the block predicates that guard it."""
-    __slots__ = ("path", "box", "guards")
+    the block predicates that guard it; ``kind`` is "load", "store", "declared" (a block's
+    read/write regions) or "match" (a match_buffer view of it)."""
+    __slots__ = ("path", "box", "guards", "kind")
 
-    def __init__(self, path, box, guards):
-        self.path, self.box, self.guards = path, box, guards
+    def __init__(self, path, box, guards, kind):
+        self.path, self.box, self.guards, self.kind = path, box, guards, kind
 
 
 class _UseCollector(StmtExprVisitor):
@@ -63,11 +64,10 @@ class _UseCollector(StmtExprVisitor):
         self.uses: dict[int, list] = {}
         self.carried: dict[int, set] = {}   # id(buffer) -> ids of loop vars a reduction runs over
 
-    def record(self, buffer, box, path=None):
+    def record(self, buffer, box, kind="declared"):
         if id(buffer) in self.targets:
             box = [(substitute(lo, self.binding), substitute(hi, self.binding)) for lo, hi in box]
-            self.uses.setdefault(id(buffer), []).append(_Use(tuple(self.path if path is None else path), box,
-                                                             tuple(self.guards)))
+            self.uses.setdefault(id(buffer), []).append(_Use(tuple(self.path), box, tuple(self.guards), kind))
 
     def visit_For(self, loop):
         self.visit(loop.min)
@@ -98,7 +98,7 @@ class _UseCollector(StmtExprVisitor):
                 self.carried.setdefault(id(region.buffer), set()).update(reduce_vars)
         self.path.append(block)
         for match in block.match_buffers:
-            self.record(match.source.buffer, _region_box(match.source))
+            self.record(match.source.buffer, _region_box(match.source), "match")
         if block.init is not None:
             self.visit(block.init)
         self.visit(block.body)
@@ -107,11 +107,11 @@ class _UseCollector(StmtExprVisitor):
         self.binding = saved
 
     def visit_BufferLoad(self, load):
-        self.record(load.buffer, [(i, i) for i in load.indices])
+        self.record(load.buffer, [(i, i) for i in load.indices], "load")
         self.visit(load.indices)
 
     def visit_BufferStore(self, store):
-        self.record(store.buffer, [(i, i) for i in store.indices])
+        self.record(store.buffer, [(i, i) for i in store.indices], "store")
         self.visit(store.value)
         self.visit(store.indices)
 
@@ -142,15 +142,12 @@ def _plan(buffer: Buffer, owner: S.Block, uses: list, carried: set):
         return None
     owner_at = next(k for k, scope in enumerate(common) if scope is owner)
     common = _lift(common, buffer.scope, carried)
+    common = common[:_first_loop_reading_earlier_iterations(common, owner_at, uses)]
     if len(common) <= owner_at:
         return None   # the place it needs is outside its block: lower_blocks allocates it there
     place = common[-1]
     known = {s.loop_var: loop_range(s) for s in common if isinstance(s, S.For)}
-    box = None
-    for use in uses:
-        inner = {s.loop_var: loop_range(s) for s in use.path[len(common):] if isinstance(s, S.For)}
-        use_box = [_relax_dim(lo, hi, inner, known, use.guards) for lo, hi in use.box]
-        box = use_box if box is None else [_union(a, b, known) for a, b in zip(box, use_box)]
+    box = _hull(uses, len(common), known)
     shape, offsets = [], []
     for dim, interval in zip(buffer.shape, box):
         extent = None if interval is None or buffer.strides else _extent(interval, known)
@@ -173,6 +170,37 @@ def _lift(common: list, scope: str, carried: set) -> list:
                                         or _shared_across(node, scope)):
             return common[:k]
     return common
+
+
+def _first_loop_reading_earlier_iterations(common: list, owner_at: int, uses: list) -> int:
+    """The position in ``common`` of the outermost loop below the owner block in one iteration of
+    which the buffer is loaded outside the box stored to in that same iteration, or len(common).
+    Such loads read what earlier iterations wrote, so the buffer must live outside that loop: a
+    copy per iteration would lose those values."""
+    loads = [u for u in uses if u.kind == "load"]
+    stores = [u for u in uses if u.kind == "store"]
+    if not loads or any(u.kind == "match" for u in uses):   # accesses through a view: not tracked
+        return len(common)
+    for k in range(owner_at + 1, len(common)):
+        if not isinstance(common[k], S.For):
+            continue
+        known = {s.loop_var: loop_range(s) for s in common[:k + 1] if isinstance(s, S.For)}
+        loaded, stored = _hull(loads, k + 1, known), _hull(stores, k + 1, known)
+        if stored is None or any(
+                l is None or s is None or not (can_prove(l[0] >= s[0], known) and can_prove(l[1] <= s[1], known))
+                for l, s in zip(loaded, stored)):
+            return k
+    return len(common)
+
+
+def _hull(uses: list, depth: int, known: dict):
+    """The union of the uses' boxes with every loop deeper than ``depth`` scopes relaxed."""
+    box = None
+    for use in uses:
+        inner = {s.loop_var: loop_range(s) for s in use.path[depth:] if isinstance(s, S.For)}
+        use_box = [_relax_dim(lo, hi, inner, known, use.guards) for lo, hi in use.box]
+        box = use_box if box is None else [_union(a, b, known) for a, b in zip(box, use_box)]
+    return box
 
 
 def _shared_across(loop: S.For, scope: str) -> bool:

@@ -106,3 +106,21 @@ def dataflow_violation(realize, scope_realize) -> str | None:
         if id(r.buffer) in written:
             return f'block "{block.name_hint}" reads buffer {r.buffer.name}, which it also writes'
     return None
+
+
+def loop_iter_type(loop_var, realize) -> str | None:
+    """What ``loop_var`` feeds in the bindings of ``realize``: "spatial", "reduce", "mixed" (both
+    kinds of iterator, as after fusing a spatial loop with a reduce loop), or None (neither)."""
+    kinds = {"spatial" if iv.iter_type == "spatial" else "reduce"
+             for iv, value in zip(realize.block.iter_vars, realize.iter_values)
+             if uses_var(value, loop_var)}
+    return None if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"
+
+
+def mixed_loop_of_reduction(loops, realize):
+    """The first of ``loops`` that feeds both spatial and reduce iterators of the reduction block
+    ``realize``, or None: reordering such a loop would run the init after some of the updates it
+    must precede."""
+    if not is_reduction_block(realize.block):
+        return None
+    return next((lp for lp in loops if loop_iter_type(lp.loop_var, realize) == "mixed"), None)

@@ -9,7 +9,8 @@ from ... import expr as E
 from ... import stmt as S
 from ..instruction import instruction
 from ...stmt_functor import uses_var
-from .common import add_predicate, const_int, substitute_and_simplify
+from .common import (add_predicate, all_blocks_under, const_int, mixed_loop_of_reduction,
+                     substitute_and_simplify)
 
 
 class LoopPrimitives:
@@ -228,6 +229,16 @@ class LoopPrimitives:
                     "chain", func, [c])
         given = iter(ordered_loops and nodes)
         new_chain = [next(given) if any(c is n for n in nodes) else c for c in chain]
+        moved = [c for k, c in enumerate(chain)   # loops with other loops before them than before
+                 if {id(x) for x in chain[:k]} != {id(x) for x in new_chain[:_position(new_chain, c)]}]
+        for realize in all_blocks_under(deepest):
+            mixed = mixed_loop_of_reduction(moved, realize)
+            if mixed is not None:
+                raise errors.MixedIterTypeLoopError(
+                    "reorder", f'loop {mixed.loop_var.name} feeds both spatial and reduce iterators of '
+                    f'block "{realize.block.name_hint}", so moving it would let the block\'s init run '
+                    "after updates of the same element; split or fuse so that each loop feeds one kind "
+                    "of iterator, or reorder before fusing", func, [mixed, realize.block])
         body = deepest.body
         for loop in reversed(new_chain):
             body = loop.replace(body=body)
@@ -235,3 +246,7 @@ class LoopPrimitives:
         return None
 
 
+
+
+def _position(loops, loop) -> int:
+    return next(k for k, x in enumerate(loops) if x is loop)
