@@ -18,6 +18,9 @@ KNOWN_TARGETS = ("python", "numpy", "llvm", "cuda", "cuda-sim")
 
 
 def _build_interpreted(functions: dict, options: dict) -> Module:
+    from .tir.verify import verify
+    for func in functions.values():
+        verify(func)   # ill-formed IR gets its rule named here, not an IndexError mid-run
     return Module({name: Program(func, name) for name, func in functions.items()}, "python")
 
 

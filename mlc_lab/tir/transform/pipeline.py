@@ -6,7 +6,7 @@ import os
 
 from ...ir.module import IRModule
 from ..function import PrimFunc
-from ..verify import VerifyError
+from ..verify import VerifyError, verify
 from .flatten_buffer import flatten_buffer
 from .lower_blocks import lower_blocks
 from .lower_init_block import lower_init_block
@@ -42,9 +42,9 @@ class LoweringError(VerifyError):
 
 def lower(mod_or_func, debug: bool = False) -> IRModule:
     """Run PASSES over every PrimFunc and return the lowered IRModule (a lone PrimFunc is named by
-    its global_symbol, else "main"). With ``debug=True`` (or MLC_LAB_DEBUG=1) the IR is verified
-    after every pass and a failure names the pass that broke it; the result is always checked
-    against the lowered-IR contract."""
+    its global_symbol, else "main"). The input must pass ``tir.verify``. With ``debug=True`` (or
+    MLC_LAB_DEBUG=1) the IR is verified after every pass and a failure names the pass that broke
+    it; the result is always checked against the lowered-IR contract."""
     if isinstance(mod_or_func, PrimFunc):
         mod = IRModule({mod_or_func.name or "main": mod_or_func})
     elif isinstance(mod_or_func, IRModule):
@@ -52,6 +52,7 @@ def lower(mod_or_func, debug: bool = False) -> IRModule:
     else:
         raise TypeError(f"lower expects an IRModule or a PrimFunc, got {type(mod_or_func).__name__}")
     debug = debug or os.environ.get("MLC_LAB_DEBUG", "") not in ("", "0")
+    verify(mod)   # ill-formed input is the caller's error, reported before any pass runs
     stage = "blocks"
     for lowering_pass in PASSES:
         name = lowering_pass.__name__
