@@ -13,7 +13,7 @@ from .primitives.sampling import SamplingPrimitives
 from .rv import BlockRV, LoopRV
 from .schedule import ScheduleBase, Step
 from .tensor_intrin import TensorIntrin
-from .trace import Instruction, Trace
+from .trace import Instruction, Trace, TraceError
 
 
 class Schedule(LoopPrimitives, ForKindPrimitives, ComputeLocationPrimitives, InlinePrimitives,
@@ -23,5 +23,5 @@ class Schedule(LoopPrimitives, ForKindPrimitives, ComputeLocationPrimitives, Inl
     ``sch.trace`` the replayable record, ``sch.history`` every step with the module after it."""
 
 
-__all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "Trace", "Instruction", "Step",
+__all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "Trace", "TraceError", "Instruction", "Step",
            "TensorIntrin"]
