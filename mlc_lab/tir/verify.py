@@ -48,6 +48,7 @@ def verify(func_or_mod) -> bool:
 class _Verifier(StmtExprVisitor):
     def __init__(self, func_name: str):
         self.func_name = func_name
+        self.func: Optional[PrimFunc] = None
         self.vars: dict[int, int] = {}       # id(var) -> how many enclosing scopes define it
         self.buffers: dict[int, int] = {}
         self.loop_ranges: dict[int, tuple[int, int]] = {}   # id(loop var) -> (min, max) when constant
@@ -63,8 +64,16 @@ class _Verifier(StmtExprVisitor):
     # -- helpers -----------------------------------------------------------------------------
     def fail(self, message: str, node: Any, rule: str) -> None:
         where = f", {self.scopes[-1]}" if self.scopes else ""
-        raise VerifyError(f"verify: in function {self.func_name}{where}: {message} ({rule})",
-                          self.func_name, node, rule)
+        raise VerifyError(f"verify: in function {self.func_name}{where}: {message} ({rule})"
+                          f"{self.shown(node)}", self.func_name, node, rule)
+
+    def shown(self, node: Any) -> str:
+        """The function's script with ``node`` underlined, on the lines after the message."""
+        try:
+            text = self.func.script(underline=[node], name=self.func_name)
+        except Exception:  # ill-formed IR may not print; the message alone still names the culprit
+            return ""
+        return "\n" + "\n".join("    " + line for line in text.splitlines())
 
     def define(self, table: dict, item: Any) -> None:
         table[id(item)] = table.get(id(item), 0) + 1
@@ -104,6 +113,7 @@ class _Verifier(StmtExprVisitor):
 
     # -- function and scopes -----------------------------------------------------------------
     def verify(self, func: PrimFunc) -> None:
+        self.func = func
         for p in func.params:
             if isinstance(p, Buffer):
                 self.define(self.buffers, p)
@@ -272,16 +282,16 @@ class _Verifier(StmtExprVisitor):
 
     def check_init(self, block: S.Block) -> None:
         """An init without reduce iterators runs at every point (rfactor of a whole reduce loop
-        makes such blocks); that is only sound when every iterator indexes what the block
+        makes such blocks); that is only sound when every iterator indexes what the init
         writes, else the iterator left out is a reduction axis declared spatial."""
         if any(iv.iter_type == "reduce" for iv in block.iter_vars):
             return
-        written = _VarCollector()
-        written.visit(block.writes)
-        culprit = next((iv for iv in block.iter_vars if all(v is not iv.var for v in written.vars)), None)
+        indices = _StoreIndexVars()
+        indices.visit(block.init)
+        culprit = next((iv for iv in block.iter_vars if all(v is not iv.var for v in indices.vars)), None)
         if culprit is not None:
             self.fail(f"block {block.name_hint} has a T.init() but no reduce iterator, and its iterator "
-                      f"{culprit.var.name} does not index what it writes", culprit,
+                      f"{culprit.var.name} does not index what the init writes", block.init,
                       "an init belongs to a reduction: declare the iterators it reduces over with "
                       "T.axis.reduce (\"R\" in T.axis.remap)")
 
@@ -317,6 +327,11 @@ class _VarCollector(StmtExprVisitor):
     def visit_Var(self, var: E.Var) -> None:
         if all(v is not var for v in self.vars):
             self.vars.append(var)
+
+
+class _StoreIndexVars(_VarCollector):
+    def visit_BufferStore(self, store: S.BufferStore) -> None:
+        self.visit(store.indices)
 
 
 def _text(node: Any) -> str:
