@@ -143,16 +143,15 @@ class StmtParser(ExprParser):
     def check_rebinding(self, target: ast.Name) -> None:
         """Loop variables, block iterators, parameters and buffers cannot be reassigned: the new
         value would silently become a different variable."""
-        found, old = self._find(target.id)
-        what = None
-        if not found or not any(target.id in scope for scope in self.scopes):
-            return
+        if not any(target.id in scope for scope in self.scopes):
+            return   # a new name, or one from the enclosing Python code
+        old = self._find(target.id)[1]
         if isinstance(old, Buffer):
-            what = f"buffer {target.id}; store to its elements instead, e.g. {target.id}[i] = ..."
-        elif isinstance(old, E.Var) and id(old) in self.bound_vars:
-            what = f"{self.bound_vars[id(old)]} {target.id}; name the new value differently"
-        if what is not None:
-            raise self.error(target, f"cannot assign to the {what}")
+            raise self.error(target, f"cannot assign to the buffer {target.id}; store to its elements "
+                                     f"instead, e.g. {target.id}[i] = ...")
+        if isinstance(old, E.Var) and id(old) in self.bound_vars:
+            raise self.error(target, f"cannot assign to the {self.bound_vars[id(old)]} {target.id}; "
+                                     "name the new value differently")
 
     def stmt_AnnAssign(self, node: ast.AnnAssign, frame, rest):
         if not isinstance(node.target, ast.Name):
