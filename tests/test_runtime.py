@@ -196,3 +196,29 @@ def test_dlpack_shares_memory_both_ways():
     b = mlc_lab.nd.from_dlpack(source)
     source[1] = 7
     assert b.numpy()[1] == 7 and b.dtype == "int32"
+
+
+@pytest.mark.parametrize("target", ["python", "llvm"])
+def test_read_only_output_is_refused_before_running(target):
+    lib = mlc_lab.build(add_func((4,)), target=target)
+    a, b = np.arange(4, dtype="float32"), np.ones(4, "float32")
+    a.flags.writeable = False                      # a read-only input is fine
+    for out in (np.zeros(4, "float32"), np.zeros(8, "float32")[::2]):
+        out.flags.writeable = False
+        with pytest.raises(ValueError, match="add\\(\\): parameter C is written by the function but its "
+                                             "array is read-only"):
+            lib(a, b, out)
+        np.testing.assert_array_equal(out, 0)      # nothing was written
+    c = np.zeros(4, "float32")
+    lib(a, b, c)
+    np.testing.assert_array_equal(c, a + 1)
+
+
+@pytest.mark.parametrize("target", ["python", "llvm"])
+def test_array_on_another_device_is_refused(target):
+    lib = mlc_lab.build(add_func((4,)), target=target)
+    a, b, c = arrays()
+    on_gpu = nd.array(a.numpy(), mlc_lab.cuda(0))
+    with pytest.raises(ValueError, match=r"add\(\): parameter A: the array is on cuda\(0\) but this "
+                                         r"function runs on cpu\(0\)"):
+        lib(on_gpu, b, c)

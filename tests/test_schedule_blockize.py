@@ -341,7 +341,8 @@ def test_tensorize_access_mismatch():
 
 def test_unknown_intrinsic():
     sch, i1 = tiled(matmul)
-    with pytest.raises(KeyError, match="no tensor intrinsic named 'nope'"):
+    with pytest.raises(tir.schedule.UnknownTensorIntrinError,
+                       match=r"sch.tensorize: no tensor intrinsic named 'nope' is registered \(registered: .*\w"):
         sch.tensorize(i1, "nope")
 
 

@@ -153,3 +153,23 @@ def test_new_tile_decision_flows_into_the_split_that_uses_it():
 def _loop_extent(sch, loop_rv):
     from mlc_lab.tir.schedule.lookup import FuncIndex
     return FuncIndex(sch.mod["main"]).loops[id(loop_rv.var)].extent.value
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("not json", "the text is not JSON"),
+    ({"kind": "split"}, "expects a list of instructions"),
+    ([["split"]], "instruction 0 should be a dict"),
+    ([{"kind": "get_block", "args": ["Y"], "kwargs": {}}], "instruction 0 \\(get_block\\) lacks 'outputs'"),
+    ([{"kind": "get_block", "args": "Y", "kwargs": {}, "outputs": None}], "'args' should be a list"),
+    ([{"kind": "get_loops", "args": [{"rv": "b0"}], "kwargs": {}, "outputs": None}],
+     "uses 'b0', which no earlier instruction outputs"),
+])
+def test_trace_from_malformed_json(bad, message):
+    with pytest.raises(tir.schedule.TraceError, match=message):
+        tir.Trace.from_json(bad)
+
+
+def test_trace_with_unknown_instruction_kind():
+    trace = tir.Trace.from_json([{"kind": "spilt", "args": [], "kwargs": {}, "outputs": None}])
+    with pytest.raises(tir.schedule.TraceError, match="'spilt' is not a schedule primitive"):
+        trace.apply_to_schedule(tir.Schedule(mm_relu))

@@ -494,3 +494,141 @@ def test_bad_input_never_leaks_raw_python_errors():
         text = f"@T.prim_func\ndef f(A: T.Buffer((4,), \"float32\")):\n    {body}\n"
         with pytest.raises(ScriptError):
             from_source(text)
+
+
+# -- malformed programs refused at parse time, each with the culprit underlined ------------------
+def test_error_assignment_to_loop_variable():
+    with pytest.raises(ScriptError) as info:
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float32")):
+            for i in range(4):
+                i = i + 1  # E:assign-loop-var
+                A[0] = T.float32(0)
+    assert "cannot assign to the loop variable i" in info.value.message
+    _check_location(info.value, "E:assign-loop-var", "i")
+
+
+def test_error_assignment_to_block_iterator():
+    with pytest.raises(ScriptError) as info:
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float32")):
+            for i in range(4):
+                with T.block("A"):
+                    vi = T.axis.spatial(4, i)
+                    vi = vi * 2  # E:assign-iter-var
+                    A[vi] = T.float32(0)
+    assert "cannot assign to the block iterator vi" in info.value.message
+    _check_location(info.value, "E:assign-iter-var", "vi")
+
+
+def test_error_assignment_to_parameters():
+    with pytest.raises(ScriptError) as info:
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float32"), n: T.int32):
+            n = 3  # E:assign-param
+            A[0] = T.float32(0)
+    assert "cannot assign to the parameter n" in info.value.message
+    _check_location(info.value, "E:assign-param", "n")
+
+    with pytest.raises(ScriptError) as info:
+        @T.prim_func
+        def g(A: T.Buffer((4,), "float32")):
+            A = T.float32(1)  # E:assign-buffer
+    assert "cannot assign to the buffer A" in info.value.message and "A[i] = ..." in info.value.message
+    _check_location(info.value, "E:assign-buffer", "A")
+
+
+def test_let_variables_and_fresh_names_still_bind():
+    @T.prim_func
+    def f(A: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("A"):
+                vi = T.axis.spatial(4, i)
+                twice = vi * 2
+                A[vi] = T.Cast("float32", twice)
+    assert tir.verify(f)
+
+
+def test_error_duplicate_block_names():
+    with pytest.raises(ScriptError) as info:
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float32")):
+            for i in range(4):
+                with T.block("A"):
+                    vi = T.axis.spatial(4, i)
+                    A[vi] = T.float32(0)
+            for i in range(4):
+                with T.block("A"):  # E:duplicate-block
+                    vi = T.axis.spatial(4, i)
+                    A[vi] = T.float32(1)
+    assert "a second block named 'A'" in info.value.message
+    _check_location(info.value, "E:duplicate-block", 'T.block("A")')
+
+
+def test_error_implicit_float_int_mix():
+    with pytest.raises(ScriptError) as info:
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "int32"), C: T.Buffer((4,), "float32")):
+            for i in range(4):
+                with T.block("C"):
+                    vi = T.axis.spatial(4, i)
+                    C[vi] = A[vi] + B[vi]  # E:mix
+    assert "implicit conversion between float32 and int32" in info.value.message
+    assert "T.float32(B[vi])" in info.value.message
+    _check_location(info.value, "E:mix", "A[vi] + B[vi]")
+
+    with pytest.raises(ScriptError, match="implicit conversion between float32 and int32"):
+        @T.prim_func
+        def g(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "int32")):
+            for i in range(4):
+                with T.block("A"):
+                    vi = T.axis.spatial(4, i)
+                    A[vi] = T.max(A[vi], B[vi])
+
+
+def test_python_literals_adopt_the_other_sides_dtype_and_casts_mix_freely():
+    @T.prim_func
+    def f(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "int32"), C: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("C"):
+                vi = T.axis.spatial(4, i)
+                C[vi] = A[vi] * 2 + 1.5 + T.float32(B[vi]) + T.Cast("float32", vi + 1)
+    store = f.body.block.body.body.block.body
+    assert store.value.dtype == "float32" and tir.verify(f)
+
+
+def test_error_negative_buffer_shape():
+    with pytest.raises(ScriptError) as info:
+        @T.prim_func
+        def f(A: T.Buffer((4,), "float32")):
+            X = T.alloc_buffer((-4,), "float32")  # E:negative-alloc
+            A[0] = T.float32(0)
+    assert "buffer X: dimension sizes cannot be negative" in info.value.message
+    _check_location(info.value, "E:negative-alloc", 'X = T.alloc_buffer((-4,), "float32")')
+
+    text = 'T.prim_func\ndef g(A: T.Buffer((-16,), "float32")):\n    T.evaluate(0)\n'
+    with pytest.raises(ScriptError, match=r"dimension sizes cannot be negative, got shape \(-16\)"):
+        from_source("@" + text)
+    # A live annotation is evaluated by Python itself, before the parser sees it.
+    with pytest.raises(ValueError, match="dimension sizes cannot be negative"):
+        T.Buffer((-16,), "float32")
+
+
+def test_error_float_intrinsic_on_integers():
+    with pytest.raises(ScriptError) as info:
+        @T.prim_func
+        def f(A: T.Buffer((4,), "int32")):
+            for i in range(4):
+                with T.block("A"):
+                    vi = T.axis.spatial(4, i)
+                    A[vi] = T.exp(A[vi])  # E:exp-int
+    assert "T.exp computes on floats, but its argument A[vi] has dtype int32" in info.value.message
+    _check_location(info.value, "E:exp-int", "T.exp(A[vi])")
+
+    @T.prim_func
+    def g(A: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.block("A"):
+                vi = T.axis.spatial(4, i)
+                A[vi] = T.sqrt(2) * T.exp(A[vi])   # a Python int is a float here
+    assert tir.verify(g)

@@ -197,3 +197,130 @@ def test_mutator_rebuilds_changed_path_and_shares_rebuilt_buffers():
     assert new.body.buffer.shape[0] is m
     assert new.body.buffer is new.body.value.a.buffer  # one rebuilt buffer, used everywhere
     assert new.loop_var is i
+
+
+# -- rules for IR built any way (script, te, the Python API) -------------------------------------
+def reduction(kinds="SR", init=True, store_index=None, n=8):
+    """``B[vi] += A[vi, vk]`` under ``for i, k``; ``kinds`` gives the iterators' kinds."""
+    A, B = decl_buffer((n, n), "float32", "A"), decl_buffer((n,), "float32", "B")
+    i, k, vi, vk = Var("i"), Var("k"), Var("vi"), Var("vk")
+    kind = {"S": "spatial", "R": "reduce"}
+    iters = tuple(IterVar(v, Range(const(0), const(n)), kind[c]) for v, c in zip((vi, vk), kinds))
+    idx = (vi,) if store_index is None else store_index(vi, vk)
+    body = BufferStore(B, BufferLoad(B, idx) + BufferLoad(A, (vi, vk)), idx)
+    block = Block("B", iters, (BufferRegion.full(A), BufferRegion.full(B)), (BufferRegion.full(B),),
+                  body, BufferStore(B, FloatImm("float32", 0.0), idx) if init else None)
+    nest = For(i, const(0), const(n), "serial",
+               For(k, const(0), const(n), "serial", BlockRealize((i, k), IntImm("bool", 1), block)))
+    root = Block("root", (), (), (), nest)
+    return PrimFunc((A, B), BlockRealize((), IntImm("bool", 1), root), ATTRS)
+
+
+def test_reduction_passes():
+    assert tir.verify(reduction())
+
+
+def test_outer_loop_variable_in_block_body():
+    A, B = decl_buffer((8, 8), "float32", "A"), decl_buffer((8,), "float32", "B")
+    i, j, vi = Var("i"), Var("j"), Var("vi")
+    body = BufferStore(B, BufferLoad(A, (vi, j)), (vi,))   # j is not bound to an iterator
+    block = Block("B", (IterVar(vi, Range(const(0), const(8))),), (BufferRegion.full(A),),
+                  (BufferRegion.full(B),), body)
+    nest = For(i, const(0), const(8), "serial",
+               For(j, const(0), const(8), "serial", BlockRealize((i,), IntImm("bool", 1), block)))
+    func = PrimFunc((A, B), BlockRealize((), IntImm("bool", 1), Block("root", (), (), (), nest)))
+    with pytest.raises(VerifyError, match=r'block "B": loop variable j of a loop outside the block is '
+                                          r"used in its body") as info:
+        tir.verify(func)
+    assert info.value.node is j and "T.axis" in info.value.rule
+
+
+def test_duplicate_block_names():
+    func = add_one()
+    loop = func.body.block.body
+    twice = func.replace(body=func.body.replace(block=func.body.block.replace(body=seq(loop, loop))))
+    with pytest.raises(VerifyError, match="two blocks are named B") as info:
+        tir.verify(twice)
+    assert "unique" in info.value.rule
+
+
+def test_reduce_iterator_in_store_index():
+    with pytest.raises(VerifyError, match="block B stores to B at an index that uses its reduce "
+                                          "iterator vk"):
+        tir.verify(reduction(store_index=lambda vi, vk: (vk,)))
+
+
+def test_init_without_reduce_iterator_that_leaves_an_iterator_out_of_the_output():
+    with pytest.raises(VerifyError, match="block B has a T.init\\(\\) but no reduce iterator, and its "
+                                          "iterator vk does not index what the init writes") as info:
+        tir.verify(reduction(kinds="SS"))
+    assert "T.axis.reduce" in info.value.rule
+
+
+def test_init_without_reduce_iterator_is_fine_when_every_iterator_indexes_the_output():
+    # what rfactor of a whole reduce loop makes: the init runs at every (spatial) point
+    func = reduction(kinds="SS", store_index=lambda vi, vk: (vi,))
+    B = func.params[1]
+    block = func.body.block.body.body.body.block
+    rf = decl_buffer((8, 8), "float32", "B_rf")
+    vi, vk = (iv.var for iv in block.iter_vars)
+    rf_block = block.replace(
+        writes=(BufferRegion.full(rf),), reads=(BufferRegion.full(func.params[0]), BufferRegion.full(rf)),
+        body=BufferStore(rf, BufferLoad(rf, (vk, vi)) + BufferLoad(func.params[0], (vi, vk)), (vk, vi)),
+        init=BufferStore(rf, FloatImm("float32", 0.0), (vk, vi)))
+    realize = func.body.block.body.body.body.replace(block=rf_block)
+    nest = func.body.block.body.replace(body=func.body.block.body.body.replace(body=realize))
+    root = func.body.block.replace(body=nest, alloc_buffers=(rf,))
+    assert B is func.params[1]
+    assert tir.verify(func.replace(body=func.body.replace(block=root)))
+
+
+def test_stored_value_must_have_the_buffers_dtype():
+    A = decl_buffer((4,), "float32", "A")
+    i = Var("i")
+    store = BufferStore(A, i, (i,))   # an int32 value into a float32 buffer, built directly
+    with pytest.raises(VerifyError, match="a value of dtype int32 is stored into buffer A of dtype float32"):
+        tir.verify(PrimFunc((A,), For(i, const(0), const(4), "serial", store)))
+
+
+def test_negative_buffer_dimension():
+    from mlc_lab.tir.buffer import Buffer
+    bad = Buffer("X", (const(-4),), "float32")
+    with pytest.raises(VerifyError, match="buffer X has dimension 0 of size -4"):
+        tir.verify(PrimFunc((bad,), tir.Evaluate(const(0))))
+    with pytest.raises(ValueError, match="buffer X: dimension sizes cannot be negative"):
+        decl_buffer((4, -4), "float32", "X")
+
+
+def test_float_intrinsic_on_integers():
+    from mlc_lab.tir.expr import Call
+    A = decl_buffer((4,), "int32", "A")
+    i = Var("i")
+    store = BufferStore(A, Call("int32", "exp", (BufferLoad(A, (i,)),)), (i,))
+    with pytest.raises(VerifyError, match=r"T.exp is given A\[i\] of dtype int32") as info:
+        tir.verify(PrimFunc((A,), For(i, const(0), const(4), "serial", store)))
+    assert "floats" in info.value.rule
+    with pytest.raises(TypeError, match="T.exp computes on floats"):
+        tir.call_intrin("exp", BufferLoad(A, (i,)))
+
+
+def test_predicate_of_loop_bounds_narrows_the_binding_check():
+    assert tir.verify(add_one(loop_extent=256, predicate=lambda i: i < 128))
+    with pytest.raises(VerifyError, match=r"domain \[0, 128\) but its binding i takes values in \[0, 199\]"):
+        tir.verify(add_one(loop_extent=256, predicate=lambda i: i < 200))
+
+
+def test_error_shows_the_function_with_the_culprit_underlined():
+    with pytest.raises(VerifyError) as info:
+        tir.verify(reduction(store_index=lambda vi, vk: (vk,)))
+    lines = str(info.value).splitlines()
+    store_row = next(n for n, line in enumerate(lines) if "B[vk] = T.float32(0)" in line)
+    assert lines[store_row + 1].strip() == "^" * len("B[vk] = T.float32(0)")
+
+
+def test_build_refuses_ill_formed_functions_on_every_cpu_target():
+    import mlc_lab
+    for target in ("python", "llvm"):
+        with pytest.raises(VerifyError, match=r"iterator vi has domain \[0, 128\) but its binding i takes "
+                                              r"values in \[0, 255\]"):
+            mlc_lab.build(add_one(loop_extent=256), target=target)

@@ -15,18 +15,29 @@ import numpy as np
 from ..tir import dtype as dt
 from ..tir.buffer import Buffer
 from ..tir.expr import IntImm, Var
+from ..tir.functor import StmtExprVisitor
 from .device import Device
 from .interpreter_expr import Evaluator, np_dtype
 from .ndarray import NDArray
 
 
-def bind_arguments(func, name: str, args) -> tuple[list, dict]:
+def bind_arguments(func, name: str, args, device: Device | None = None) -> tuple[list, dict]:
     """Check ``args`` against ``func.params``; return the numpy array (or scalar) for each
-    parameter and the values of scalar parameters and symbolic shape variables."""
+    parameter and the values of scalar parameters and symbolic shape variables.
+
+    Arrays must live on ``device`` (the CPU unless given), and an array the function writes
+    must be writeable."""
     params = func.params
     if len(args) != len(params):
         raise TypeError(f"{name}() takes {len(params)} argument(s) ({_names(params)}) but "
                         f"{len(args)} were given")
+    device = device or Device("cpu", 0)
+    for param, arg in zip(params, args):
+        if isinstance(arg, NDArray) and arg.device.device_type != device.device_type:
+            raise ValueError(f"{name}(): parameter {param.name}: the array is on {arg.device} but "
+                             f"this function runs on {device}; copy it with "
+                             f"arr.copyto(mlc_lab.{device.device_type}())")
+    _check_outputs_writeable(func, name, args)
     env: dict = {}
     origin: dict = {}  # shape variable -> the parameter whose argument bound it
     values, derived = [], []
@@ -65,6 +76,39 @@ def bind_arguments(func, name: str, args) -> tuple[list, dict]:
             raise ValueError(f"{name}(): parameter {param.name}: dimension {axis} should be "
                              f"{expected} (from {_shape_text(param)}) but is {given}")
     return values, env
+
+
+def _check_outputs_writeable(func, name: str, args) -> None:
+    read_only = [p for p, a in zip(func.params, args) if isinstance(p, Buffer)
+                 and isinstance(a, (np.ndarray, NDArray)) and not _as_numpy(a).flags.writeable]
+    if not read_only:
+        return   # the common case: no need to look for the buffers the function writes
+    written = _WrittenBuffers()
+    written.visit(func.body)
+    for param in read_only:
+        if param in written.buffers:
+            raise ValueError(f"{name}(): parameter {param.name} is written by the function but its "
+                             "array is read-only; pass a writeable array (e.g. arr.copy())")
+
+
+def _as_numpy(arg) -> np.ndarray:
+    return arg.numpy_view() if isinstance(arg, NDArray) else arg
+
+
+class _WrittenBuffers(StmtExprVisitor):
+    """Buffers stored to, or declared written by a block (tensorized blocks write parameters
+    through match_buffers)."""
+
+    def __init__(self):
+        self.buffers = set()
+
+    def visit_BufferStore(self, store) -> None:
+        self.buffers.add(store.buffer)
+        self.generic_visit(store)
+
+    def visit_Block(self, block) -> None:
+        self.buffers.update(region.buffer for region in block.writes)
+        self.generic_visit(block)
 
 
 def _names(params) -> str:

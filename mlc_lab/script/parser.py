@@ -129,6 +129,7 @@ class FunctionParser(BlockParser):
         self.symbolic_vars: dict = {}    # `n = T.int64()` at the top of the body, declared up front
         self.block_depth = 0
         self.saw_block = False
+        self.block_names: set = set()
 
     def parse(self, fdef: ast.FunctionDef, private: bool = False) -> PrimFunc:
         self.check_signature(fdef)
@@ -185,6 +186,7 @@ class FunctionParser(BlockParser):
             else:
                 continue
             var = E.Var(node.targets[0].id, dtype)
+            self.bound_vars[id(var)] = "size variable"
             self.symbolic_vars[var.name] = var
             self.define(var.name, var)
 
@@ -202,6 +204,7 @@ class FunctionParser(BlockParser):
             param = kind.replace(name=arg.arg)
         elif isinstance(kind, tir_namespace.DTypeFunc):
             param = E.Var(arg.arg, kind.dtype)
+            self.bound_vars[id(param)] = "parameter"
         elif isinstance(kind, tir_namespace._Handle):
             param = HandleParam(arg.arg)
         else:

@@ -63,6 +63,10 @@ class BlockParser(StmtParser):
         name = (args or [kwargs.pop("name_hint", "")])[0]
         if not isinstance(name, str) or len(args) > 1 or kwargs:
             raise self.error(call, 'T.block takes the block name, e.g. T.block("C")')
+        if name in self.block_names:
+            raise self.error(call, f"a second block named {name!r}: block names are unique within a "
+                                   "function (sch.get_block finds blocks by name)")
+        self.block_names.add(name)
         block_frame = BlockFrame(name)
         self.saw_block = True
         self.block_depth += 1
@@ -205,6 +209,7 @@ class BlockParser(StmtParser):
         frame.iter_vars.append(S.IterVar(var, rng, iter_type))
         frame.iter_values.append(value)
         self.define(name, var)
+        self.bound_vars[id(var)] = "block iterator"
 
     def remap(self, target, call: ast.Call, frame):
         self.require_block(frame, "T.axis.remap", call)
@@ -245,6 +250,7 @@ class BlockParser(StmtParser):
         if not isinstance(frame, (FuncFrame, BlockFrame)):
             raise self.error(call, "T.alloc_buffer must be directly inside a T.block or at the top of the "
                                    "function, not inside a loop or if")
+        self.check_rebinding(target)
         args, kwargs = self.call_args(call)
         shape, dtype, strides, scope = _buffer_args("alloc_buffer", args, kwargs)
         buffer = decl_buffer(shape, dtype, target.id, strides, scope)

@@ -62,6 +62,7 @@ class ExprParser:
         self.globals = globals_
         self.closure = closure
         self.scopes: list[dict] = [{}]
+        self.bound_vars: dict[int, str] = {}   # id(var) -> "loop variable", "parameter", ...
 
     # -- errors ------------------------------------------------------------------------------------
     def error(self, node, message: str) -> ScriptError:
@@ -176,7 +177,20 @@ class ExprParser:
         op = _BINARY.get(type(node.op))
         if op is None:
             raise self.error(node, f"the operator {type(node.op).__name__} is not supported in T.prim_func")
-        return op(self.eval(node.left), self.eval(node.right))
+        left, right = self.eval(node.left), self.eval(node.right)
+        self.check_mix(left, right, node)
+        return op(left, right)
+
+    def check_mix(self, a, b, node) -> None:
+        """Refuse an implicit int/float mix of two expressions (``A[i] + B[i]`` with A float32
+        and B int32); a Python number takes the other side's dtype, so ``A[i] + 1`` is fine."""
+        if not (isinstance(a, E.PrimExpr) and isinstance(b, E.PrimExpr)):
+            return
+        if _is_float(a.dtype) != _is_float(b.dtype) and "bool" not in (a.dtype, b.dtype):
+            f, i = (a, b) if _is_float(a.dtype) else (b, a)
+            raise self.error(node, f"implicit conversion between {f.dtype} and {i.dtype}: "
+                                   f"convert {i} explicitly, e.g. T.{f.dtype}({i}) or "
+                                   f"T.Cast(\"{f.dtype}\", {i})")
 
     def eval_UnaryOp(self, node: ast.UnaryOp):
         value = self.eval(node.operand)
@@ -205,6 +219,7 @@ class ExprParser:
             if fn is None:
                 raise self.error(node, f"the comparison {type(op).__name__} is not supported in T.prim_func")
             right = self.eval(comparator)
+            self.check_mix(left, right, node)
             part = fn(left, right)
             result = part if result is None else self.logical(True, result, part, node)
             left = right
@@ -231,6 +246,8 @@ class ExprParser:
             raise self.error(node, f"T.{func.dtype}() declares a symbolic variable: write it as its own "
                                    f"statement, `n = T.{func.dtype}()`")
         args, kwargs = self.call_args(node)
+        if any(func is h for h in _MIXING_HELPERS) and len(args) == 2:
+            self.check_mix(args[0], args[1], node)
         try:
             return func(*args, **kwargs)
         except TypeError as exc:
@@ -319,6 +336,15 @@ class ExprParser:
         if not _is_index_dtype(extent.dtype):
             raise self.error(node, f"a range must have an integer extent, got dtype {extent.dtype}")
         return Range.from_min_extent(start, extent)
+
+
+# T. helpers that combine two operands like an operator does.
+_MIXING_HELPERS = (tir_namespace.max, tir_namespace.min, tir_namespace.floordiv, tir_namespace.floormod,
+                   tir_namespace.truncdiv, tir_namespace.truncmod)
+
+
+def _is_float(dtype: str) -> bool:
+    return dtype.startswith(("float", "bfloat"))
 
 
 def _is_index_dtype(dtype: str) -> bool:

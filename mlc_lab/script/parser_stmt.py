@@ -124,6 +124,7 @@ class StmtParser(ExprParser):
             return None
         if not isinstance(target, ast.Name):
             raise self.error(target, f"cannot assign to {ast.unparse(target)} in T.prim_func")
+        self.check_rebinding(target)
         value = self.eval(value_node)
         if isinstance(value, E.PrimExpr):
             return self.let(target.id, value, frame, rest)
@@ -136,7 +137,21 @@ class StmtParser(ExprParser):
         if isinstance(value, E.PrimExpr):
             raise self.error(target, "unpacking expressions into several variables is not supported; "
                                      "bind them one per line")
+        self.check_rebinding(target)
         self.define(target.id, value)
+
+    def check_rebinding(self, target: ast.Name) -> None:
+        """Loop variables, block iterators, parameters and buffers cannot be reassigned: the new
+        value would silently become a different variable."""
+        if not any(target.id in scope for scope in self.scopes):
+            return   # a new name, or one from the enclosing Python code
+        old = self._find(target.id)[1]
+        if isinstance(old, Buffer):
+            raise self.error(target, f"cannot assign to the buffer {target.id}; store to its elements "
+                                     f"instead, e.g. {target.id}[i] = ...")
+        if isinstance(old, E.Var) and id(old) in self.bound_vars:
+            raise self.error(target, f"cannot assign to the {self.bound_vars[id(old)]} {target.id}; "
+                                     "name the new value differently")
 
     def stmt_AnnAssign(self, node: ast.AnnAssign, frame, rest):
         if not isinstance(node.target, ast.Name):
@@ -187,6 +202,7 @@ class StmtParser(ExprParser):
         load = buffer[tuple(self.buffer_indices(buffer, target, allow_slices=False))]
         value = self.eval(value_node)
         if update is not None:
+            self.check_mix(load, value, stmt_node)
             value = getattr(load, update)(value)
         return S.BufferStore(buffer, self.store_value(buffer, load.dtype, value, value_node), load.indices)
 
@@ -233,6 +249,7 @@ class StmtParser(ExprParser):
                     self.make_range(spec.start, spec.stop, node.iter)
                 var = E.Var(t.id, rng.extent.dtype)
                 self.define(t.id, var)
+                self.bound_vars[id(var)] = "loop variable"
                 self.loop_ranges[var] = rng
                 loops.append((var, rng, spec))
             body = self.parse_body(node.body, None) or nop()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..ir.node import Node, node
 from . import dtype as dt
-from .expr import BufferLoad, PrimExpr, convert, const
+from .expr import BufferLoad, IntImm, PrimExpr, convert, const
 
 SCOPES = ("global", "shared", "local", "warp", "shared.dyn")
 
@@ -53,6 +53,10 @@ def decl_buffer(shape, dtype: str = "float32", name: str = "buffer", strides=(),
     for s in shape:
         if not dt.is_int(s.dtype):
             raise TypeError(f"buffer {name}: shape entries must be integers, got {s} of dtype {s.dtype}")
+        if isinstance(s, IntImm) and s.value < 0:
+            raise ValueError(f"{'a buffer' if name == 'buffer' else 'buffer ' + name}: dimension sizes "
+                             "cannot be negative, got shape "
+                             f"({', '.join(str(d) for d in shape)})")
     if scope not in SCOPES:
         raise ValueError(f"buffer {name}: unknown storage scope {scope!r}; expected one of {SCOPES}")
     strides = tuple(const(s) if isinstance(s, int) else convert(s) for s in strides)

@@ -367,6 +367,8 @@ INTRINSICS = {
     "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "fabs": 1, "abs": 1,
     "floor": 1, "ceil": 1, "round": 1, "sin": 1, "cos": 1, "erf": 1, "pow": 2, "if_then_else": 3,
 }
+# The intrinsics that compute on floats only (the backends have no integer version).
+FLOAT_INTRINSICS = frozenset(INTRINSICS) - {"abs", "if_then_else"}
 
 
 def call_intrin(op: str, *args) -> Call:
@@ -379,8 +381,13 @@ def call_intrin(op: str, *args) -> Call:
         cond = convert(args[0])
         a, b = unify_operands(args[1], args[2])
         return Call(a.dtype, op, (cond, a, b))
+    if op in FLOAT_INTRINSICS:   # a Python number is a float here: T.sqrt(2) is sqrt(2.0)
+        args = [float(a) if isinstance(a, int) and not isinstance(a, bool) else a for a in args]
     if op == "pow":
         a, b = unify_operands(args[0], args[1])
-        return Call(a.dtype, op, (a, b))
-    a = convert(args[0])
-    return Call(a.dtype, op, (a,))
+    else:
+        a = b = convert(args[0])
+    if op in FLOAT_INTRINSICS and not dt.is_float(a.dtype):
+        raise TypeError(f"T.{op} computes on floats, but its argument {a} has dtype {a.dtype}; "
+                        f"cast it with T.float32(...)")
+    return Call(a.dtype, op, (a, b) if op == "pow" else (a,))

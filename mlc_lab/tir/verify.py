@@ -1,5 +1,6 @@
 """Well-formedness of PrimFuncs: every variable and buffer is defined where it is used, indices
-match buffer ranks, block bindings fit their iterators, and blocks write only what they declare."""
+match buffer ranks, block bindings fit their iterators, blocks write only what they declare, and
+values have the dtypes their uses need."""
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -10,8 +11,9 @@ from . import expr as E
 from . import stmt as S
 from .buffer import Buffer
 from .function import PrimFunc
+from .binding_bounds import narrowed_by, value_bounds
 from .functor import StmtExprVisitor
-from .stmt_functor import free_vars, post_order_visit
+from .stmt_functor import free_vars, stores_in
 
 
 class VerifyError(ValueError):
@@ -26,10 +28,13 @@ def verify(func_or_mod) -> bool:
     """Return True when every PrimFunc in ``func_or_mod`` is well formed, else raise VerifyError.
 
     Rules: variables are defined (parameters, shape variables of parameter buffers, enclosing
-    loops, block iterators, LetStmts); buffers are parameters, allocated by an enclosing block or
-    Allocate, or match_buffers; each load/store has one index per dimension; block bindings have
-    their iterator's dtype and stay inside its domain; a block stores only to buffers it lists in
-    its writes.
+    loops, block iterators, LetStmts), and a block body uses no loop variable from outside the
+    block (it sees outer loops only through its bindings); buffers are parameters, allocated by an
+    enclosing block or Allocate, or match_buffers, and no dimension is negative; each load/store
+    has one index per dimension; block names are unique; block bindings have their iterator's
+    dtype and stay inside its domain; only a block with a reduce iterator has an init; a block
+    stores only to buffers it lists in its writes, at indices free of its reduce iterators, values
+    of the buffer's dtype; float math intrinsics (T.exp, ...) take floats.
     """
     if isinstance(func_or_mod, IRModule):
         for gv, func in func_or_mod.functions.items():
@@ -45,6 +50,7 @@ def verify(func_or_mod) -> bool:
 class _Verifier(StmtExprVisitor):
     def __init__(self, func_name: str):
         self.func_name = func_name
+        self.func: Optional[PrimFunc] = None
         self.vars: dict[int, int] = {}       # id(var) -> how many enclosing scopes define it
         self.buffers: dict[int, int] = {}
         self.loop_ranges: dict[int, tuple[int, int]] = {}   # id(loop var) -> (min, max) when constant
@@ -52,12 +58,24 @@ class _Verifier(StmtExprVisitor):
         self.blocks: list[tuple[S.Block, set]] = []   # enclosing blocks, each with the ids of
         # the buffers it may store to: its writes, its own allocations and buffers matched to its writes
         self.root: Optional[S.Block] = None
+        self.block_names: set[str] = set()
+        self.loop_depth: dict[int, int] = {}   # id(loop var) -> how many loops enclose its loop
+        self.block_floor = 0                 # loops at a depth below this are outside the block
+        self.allocates = 0                   # enclosing Allocates (lowering's compacted buffers)
 
     # -- helpers -----------------------------------------------------------------------------
     def fail(self, message: str, node: Any, rule: str) -> None:
         where = f", {self.scopes[-1]}" if self.scopes else ""
-        raise VerifyError(f"verify: in function {self.func_name}{where}: {message} ({rule})",
-                          self.func_name, node, rule)
+        raise VerifyError(f"verify: in function {self.func_name}{where}: {message} ({rule})"
+                          f"{self.shown(node)}", self.func_name, node, rule)
+
+    def shown(self, node: Any) -> str:
+        """The function's script with ``node`` underlined, on the lines after the message."""
+        try:
+            text = self.func.script(underline=[node], name=self.func_name)
+        except Exception:  # ill-formed IR may not print; the message alone still names the culprit
+            return ""
+        return "\n" + "\n".join("    " + line for line in text.splitlines())
 
     def define(self, table: dict, item: Any) -> None:
         table[id(item)] = table.get(id(item), 0) + 1
@@ -75,6 +93,12 @@ class _Verifier(StmtExprVisitor):
             self.define(self.vars, v)
         return new
 
+    def check_shape(self, buffer: Buffer) -> None:
+        for axis, dim in enumerate(buffer.shape):
+            if isinstance(dim, E.IntImm) and dim.value < 0:
+                self.fail(f"buffer {buffer.name} has dimension {axis} of size {dim.value}", buffer,
+                          "buffer dimensions are not negative")
+
     def check_buffer(self, buffer: Buffer, node: Any) -> None:
         if id(buffer) not in self.buffers:
             self.fail(f"buffer {buffer.name} is used but not allocated or passed in", node,
@@ -89,6 +113,7 @@ class _Verifier(StmtExprVisitor):
 
     # -- function and scopes -----------------------------------------------------------------
     def verify(self, func: PrimFunc) -> None:
+        self.func = func
         for p in func.params:
             if isinstance(p, Buffer):
                 self.define(self.buffers, p)
@@ -96,6 +121,7 @@ class _Verifier(StmtExprVisitor):
                 self.define(self.vars, p)
         for p in func.params:
             if isinstance(p, Buffer):
+                self.check_shape(p)
                 self.define_shape_vars(p)
         body = func.body
         if isinstance(body, S.BlockRealize) and not body.iter_values:
@@ -103,6 +129,10 @@ class _Verifier(StmtExprVisitor):
         self.visit(body)
 
     def visit_Var(self, var: E.Var) -> None:
+        if self.loop_depth.get(id(var), self.block_floor) < self.block_floor and not self.allocates:
+            self.fail(f"loop variable {var.name} of a loop outside the block is used in its body",
+                      var, "a block body sees enclosing loops only through its iterators: bind it "
+                      "with T.axis.spatial/reduce and use the iterator")
         if id(var) not in self.vars:
             self.fail(f"variable {var.name} is used but not defined here", var,
                       "a variable must be a parameter, a shape variable of a parameter buffer, or "
@@ -114,9 +144,11 @@ class _Verifier(StmtExprVisitor):
         if isinstance(loop.min, E.IntImm) and isinstance(loop.extent, E.IntImm):
             self.loop_ranges[id(loop.loop_var)] = (loop.min.value, loop.min.value + loop.extent.value - 1)
         self.define(self.vars, loop.loop_var)
+        self.loop_depth[id(loop.loop_var)] = len(self.loop_depth)
         self.scopes.append(f"loop {loop.loop_var.name}")
         self.visit(loop.body)
         self.scopes.pop()
+        del self.loop_depth[id(loop.loop_var)]
         self.undefine(self.vars, loop.loop_var)
         self.loop_ranges.pop(id(loop.loop_var), None)
 
@@ -128,35 +160,44 @@ class _Verifier(StmtExprVisitor):
 
     def visit_Allocate(self, alloc: S.Allocate) -> None:
         self.visit(alloc.buffer.shape)
+        self.check_shape(alloc.buffer)
         self.define(self.buffers, alloc.buffer)
         if self.blocks:
             self.blocks[-1][1].add(id(alloc.buffer))
+        # Compaction moves a buffer under a loop and indexes it relative to that loop, also
+        # inside blocks: below an Allocate, block bodies may use outer loop variables.
+        self.allocates += 1
         self.visit(alloc.body)
+        self.allocates -= 1
         self.undefine(self.buffers, alloc.buffer)
 
     def visit_BlockRealize(self, realize: S.BlockRealize) -> None:
         block = realize.block
         self.visit(realize.iter_values)
+        # blockize leaves a nested block's predicate in the outer loops' variables; the
+        # predicate is not part of the enclosing block's computation, so it may use them.
+        outer_floor, self.block_floor = self.block_floor, 0
         self.visit(realize.predicate)
+        self.block_floor = outer_floor
         self.scopes.append(f'block "{block.name_hint}"')
         if len(realize.iter_values) != len(block.iter_vars):
             self.fail(f"block {block.name_hint} has {len(block.iter_vars)} iterator(s) but "
                       f"{len(realize.iter_values)} binding value(s)", realize,
                       "one binding per block iterator")
-        guarded = not (isinstance(realize.predicate, E.IntImm) and realize.predicate.value)
+        ranges = narrowed_by(realize.predicate, self.loop_ranges)
         for iv, value in zip(block.iter_vars, realize.iter_values):
-            self.check_binding(iv, value, guarded)
+            self.check_binding(iv, value, ranges)
         self.scopes.pop()
         self.visit_Block(block)
 
-    def check_binding(self, iv: S.IterVar, value: E.PrimExpr, guarded: bool) -> None:
+    def check_binding(self, iv: S.IterVar, value: E.PrimExpr, ranges: Optional[dict]) -> None:
         if iv.var.dtype != value.dtype:
             self.fail(f"iterator {iv.var.name} is {iv.var.dtype} but its binding {_text(value)} is "
                       f"{value.dtype}", iv, "a block iterator and its binding share one dtype")
         dom_min, dom_ext = iv.dom.min, iv.dom.extent
-        if guarded or not (isinstance(dom_min, E.IntImm) and isinstance(dom_ext, E.IntImm)):
+        if ranges is None or not (isinstance(dom_min, E.IntImm) and isinstance(dom_ext, E.IntImm)):
             return  # a predicate may legally guard an overhanging binding
-        bounds = _value_bounds(value, self.loop_ranges)
+        bounds = value_bounds(value, ranges)
         if bounds is None:
             return
         lo, hi = bounds
@@ -169,15 +210,24 @@ class _Verifier(StmtExprVisitor):
         for iv in block.iter_vars:
             self.visit(iv.dom)
         self.scopes.append(f'block "{block.name_hint}"')
+        if block.name_hint in self.block_names:
+            self.fail(f"two blocks are named {block.name_hint}", block,
+                      "block names are unique within a function (sch.get_block finds blocks by name)")
+        self.block_names.add(block.name_hint)
+        if block.init is not None:
+            self.check_init(block)
+        outer_floor, self.block_floor = self.block_floor, len(self.loop_depth)
         for iv in block.iter_vars:
             self.define(self.vars, iv.var)
         for buf in block.alloc_buffers:
             self.visit(buf.shape)
+            self.check_shape(buf)
             self.define(self.buffers, buf)
         shape_vars = []
         for match in block.match_buffers:
             self.visit(match.source)
             shape_vars += self.define_shape_vars(match.buffer)
+            self.check_shape(match.buffer)
             self.define(self.buffers, match.buffer)
         self.visit(block.reads)
         self.visit(block.writes)
@@ -197,6 +247,7 @@ class _Verifier(StmtExprVisitor):
             self.undefine(self.buffers, buf)
         for iv in block.iter_vars:
             self.undefine(self.vars, iv.var)
+        self.block_floor = outer_floor
         self.scopes.pop()
 
     # -- accesses ----------------------------------------------------------------------------
@@ -221,8 +272,46 @@ class _Verifier(StmtExprVisitor):
                 self.fail(f"block {block.name_hint} stores to buffer {store.buffer.name}, which is "
                           "not in its writes", store,
                           "a block may only write the buffers listed in T.writes")
+            self.check_store_indices(block, store)
+        if dt.element_of(store.value.dtype) != dt.element_of(store.buffer.dtype):
+            self.fail(f"a value of dtype {store.value.dtype} is stored into buffer {store.buffer.name} "
+                      f"of dtype {store.buffer.dtype}", store,
+                      "a stored value has its buffer's dtype: convert it with an explicit cast")
         self.visit(store.value)
         self.visit(store.indices)
+
+    def check_init(self, block: S.Block) -> None:
+        """An init without reduce iterators runs at every point (rfactor of a whole reduce loop
+        makes such blocks); that is only sound when every iterator indexes what the init
+        writes, else the iterator left out is a reduction axis declared spatial."""
+        if any(iv.iter_type == "reduce" for iv in block.iter_vars):
+            return
+        indexed = free_vars([store.indices for store in stores_in(block.init)])
+        culprit = next((iv for iv in block.iter_vars if all(v is not iv.var for v in indexed)), None)
+        if culprit is not None:
+            self.fail(f"block {block.name_hint} has a T.init() but no reduce iterator, and its iterator "
+                      f"{culprit.var.name} does not index what the init writes", block.init,
+                      "an init belongs to a reduction: declare the iterators it reduces over with "
+                      "T.axis.reduce (\"R\" in T.axis.remap)")
+
+    def check_store_indices(self, block: S.Block, store: S.BufferStore) -> None:
+        reduce_vars = {id(iv.var): iv.var for iv in block.iter_vars if iv.iter_type == "reduce"}
+        if not reduce_vars:
+            return
+        culprit = next((v for v in free_vars(store.indices) if id(v) in reduce_vars), None)
+        if culprit is not None:
+            self.fail(f"block {block.name_hint} stores to {store.buffer.name} at an index that uses "
+                      f"its reduce iterator {culprit.name}", store,
+                      "a reduction writes each output once per spatial point: reduce iterators "
+                      "may not appear in the indices it stores to")
+
+    def visit_Call(self, call: E.Call) -> None:
+        if call.op in E.FLOAT_INTRINSICS:
+            culprit = next((a for a in call.args if not dt.is_float(a.dtype)), None)
+            if culprit is not None:
+                self.fail(f"T.{call.op} is given {_text(culprit)} of dtype {culprit.dtype}", call,
+                          f"T.{call.op} computes on floats: cast its argument with T.float32(...)")
+        self.visit(call.args)
 
     def visit_Buffer(self, buffer: Buffer) -> None:
         self.check_buffer(buffer, buffer)
@@ -233,60 +322,3 @@ def _text(node: Any) -> str:
         return node.script()
     except Exception:  # the printer is optional here: fall back to the node's type
         return f"<{type(node).__name__}>"
-
-
-def _value_bounds(value: E.PrimExpr, loop_ranges: dict) -> Optional[tuple[int, int]]:
-    """Exact (min, max) of an integer binding over constant-range loops, or None when unknown.
-
-    Only expressions that use each loop variable once are handled: then the terms vary
-    independently, and +, -, * by a constant, and floordiv/floormod by a positive constant
-    give exact bounds by interval arithmetic.
-    """
-    uses: dict[int, int] = {}
-
-    def count(node):
-        if isinstance(node, E.Var):
-            uses[id(node)] = uses.get(id(node), 0) + 1
-    post_order_visit(value, count)
-    if any(n > 1 for n in uses.values()):
-        return None
-    result = _interval(value, loop_ranges)
-    return None if result is None else result[:2]
-
-
-def _interval(e: E.PrimExpr, ranges: dict) -> Optional[tuple[int, int, bool]]:
-    """(min, max, dense) where ``dense`` says every integer in between is taken."""
-    if isinstance(e, E.IntImm):
-        return e.value, e.value, True
-    if isinstance(e, E.Var):
-        r = ranges.get(id(e))
-        return None if r is None else (r[0], r[1], True)
-    if isinstance(e, E.Cast):
-        return _interval(e.value, ranges) if dt.is_int(e.dtype) else None
-    if not isinstance(e, (E.Add, E.Sub, E.Mul, E.FloorDiv, E.FloorMod)):
-        return None
-    a, b = _interval(e.a, ranges), _interval(e.b, ranges)
-    if a is None or b is None:
-        return None
-    if isinstance(e, E.Add):
-        return a[0] + b[0], a[1] + b[1], a[2] and b[2]
-    if isinstance(e, E.Sub):
-        return a[0] - b[1], a[1] - b[0], a[2] and b[2]
-    if isinstance(e, E.Mul):
-        if b[0] != b[1]:
-            a, b = b, a
-        if b[0] != b[1]:
-            return None
-        c = b[0]
-        lo, hi = sorted((a[0] * c, a[1] * c))
-        return lo, hi, a[2] and abs(c) <= 1
-    c = b[0]
-    if b[0] != b[1] or c <= 0:
-        return None
-    if isinstance(e, E.FloorDiv):
-        return a[0] // c, a[1] // c, a[2]
-    if a[0] // c == a[1] // c:
-        return a[0] % c, a[1] % c, a[2]
-    if not a[2]:
-        return None
-    return 0, c - 1, a[1] - a[0] + 1 >= c

@@ -14,7 +14,7 @@ from .primitives.sampling import SamplingPrimitives
 from .rv import BlockRV, LoopRV
 from .schedule import ScheduleBase, Step
 from .tensor_intrin import TensorIntrin
-from .trace import Instruction, Trace
+from .trace import Instruction, Trace, TraceError
 
 
 class Schedule(LoopPrimitives, ForKindPrimitives, ComputeLocationPrimitives, InlinePrimitives,
@@ -27,5 +27,5 @@ class Schedule(LoopPrimitives, ForKindPrimitives, ComputeLocationPrimitives, Inl
 # Every error class of errors.py, whichever are added there later.
 _ERROR_CLASSES = sorted(name for name, value in vars(_errors).items()
                         if isinstance(value, type) and issubclass(value, ScheduleError))
-__all__ = ["Schedule", "BlockRV", "LoopRV", "Trace", "Instruction", "Step",
+__all__ = ["Schedule", "BlockRV", "LoopRV", "Trace", "TraceError", "Instruction", "Step",
            "TensorIntrin"] + _ERROR_CLASSES

@@ -99,6 +99,10 @@ class TensorizeError(ScheduleError):
     """The block or loop does not match the tensor intrinsic's description."""
 
 
+class UnknownTensorIntrinError(TensorizeError):
+    """tensorize was given a name no TensorIntrin is registered under."""
+
+
 class NumericsChangedError(ScheduleError):
     """check_numerics=True found that a step changed the program's results."""
 

@@ -11,6 +11,10 @@ from .rv import BlockRV, LoopRV, SampledInt
 HANDLES = (BlockRV, LoopRV, SampledInt)
 
 
+class TraceError(ValueError):
+    """Trace JSON that is not what ``Trace.as_json`` writes; the message says which part."""
+
+
 def _prefix(rv) -> str:
     return "b" if isinstance(rv, BlockRV) else "l" if isinstance(rv, LoopRV) else "v"
 
@@ -94,10 +98,15 @@ class Trace:
     def from_json(obj) -> "Trace":
         """Rebuild a trace from ``as_json`` output; RV placeholders are re-bound when applied."""
         if isinstance(obj, str):
-            obj = json.loads(obj)
-        insts = [Instruction(d["kind"], d["args"], d["kwargs"], d["outputs"], d.get("decision"))
-                 for d in obj]
-        return Trace(insts)
+            try:
+                obj = json.loads(obj)
+            except json.JSONDecodeError as exc:
+                raise TraceError(f"Trace.from_json: the text is not JSON ({exc})") from None
+        if not isinstance(obj, list):
+            raise TraceError(f"Trace.from_json expects a list of instructions (as written by "
+                             f"as_json), got {type(obj).__name__}")
+        defined: set = set()
+        return Trace([_instruction_from_json(d, index, defined) for index, d in enumerate(obj)])
 
     # -- replay ----------------------------------------------------------------------------
     def apply_to_schedule(self, sch, remove_postproc: bool = False, decisions: dict | None = None):
@@ -118,9 +127,43 @@ class Trace:
             decision = (decisions or {}).get(index, inst.decision)
             if decision is not None:
                 kwargs["decision"] = decision
+            if inst.kind.startswith("_") or not callable(getattr(sch, inst.kind, None)):
+                raise TraceError(f"trace instruction {index}: {inst.kind!r} is not a schedule primitive")
             result = getattr(sch, inst.kind)(*[dec(a) for a in inst.args], **kwargs)
             _bind_outputs(inst.outputs, result, rv_map)
         return sch
+
+
+_JSON_FIELDS = {"kind": str, "args": list, "kwargs": dict}
+
+
+def _instruction_from_json(d, index: int, defined: set) -> Instruction:
+    """One instruction, checked: its fields have the right types and it uses only RVs that an
+    earlier instruction output (``defined`` collects them)."""
+    where = f"Trace.from_json: instruction {index}"
+    if not isinstance(d, dict):
+        raise TraceError(f"{where} should be a dict with kind, args, kwargs and outputs, got "
+                         f"{type(d).__name__} {d!r}")
+    missing = [key for key in (*_JSON_FIELDS, "outputs") if key not in d]
+    if missing:
+        raise TraceError(f"{where} ({d.get('kind', '?')}) lacks {', '.join(map(repr, missing))}")
+    for key, typ in _JSON_FIELDS.items():
+        if not isinstance(d[key], typ):
+            raise TraceError(f"{where} ({d['kind']}): {key!r} should be a {typ.__name__}, got "
+                             f"{type(d[key]).__name__} {d[key]!r}")
+    for ref in _rv_refs([d["args"], list(d["kwargs"].values())]):
+        if ref not in defined:
+            raise TraceError(f"{where} ({d['kind']}) uses {ref!r}, which no earlier instruction outputs")
+    defined.update(_rv_refs([d["outputs"]]))
+    return Instruction(d["kind"], d["args"], d["kwargs"], d["outputs"], d.get("decision"))
+
+
+def _rv_refs(value) -> list:
+    if isinstance(value, dict) and "rv" in value:
+        return [value["rv"]]
+    if isinstance(value, list):
+        return [ref for item in value for ref in _rv_refs(item)]
+    return []
 
 
 def _enc_outputs(outputs, ids):

@@ -7,7 +7,7 @@ import contextlib
 from ...ir.module import IRModule
 from ...ir.transform import Pass, PassContext, Sequential
 from ..function import PrimFunc
-from ..verify import VerifyError
+from ..verify import VerifyError, verify
 from .flatten_buffer import flatten_buffer
 from .lower_blocks import lower_blocks
 from .lower_init_block import lower_init_block
@@ -58,7 +58,7 @@ def lowering_sequence() -> Sequential:
 
 def lower(mod_or_func, debug: bool = False) -> IRModule:
     """Run PASSES over every PrimFunc and return the lowered IRModule (a lone PrimFunc is named by
-    its global_symbol, else "main"). The passes run under the current PassContext, whose
+    its global_symbol, else "main"). The input must pass ``tir.verify``. The passes run under the current PassContext, whose
     instruments see each of them. With ``debug=True`` (or MLC_LAB_DEBUG=1, or the context's
     ``config={"debug": True}``) the IR is verified after every pass and a failure names the pass
     that broke it; the result is always checked against the lowered-IR contract."""
@@ -74,6 +74,7 @@ def lower(mod_or_func, debug: bool = False) -> IRModule:
         optional = sorted({p.info.name for p in PASSES} - set(REQUIRED))
         raise ValueError(f"lowering pass {refused[0]} cannot be disabled: the code generators need "
                          f"its output (those that can be: {', '.join(optional)})")
+    verify(mod)   # ill-formed input is the caller's error, reported before any pass runs
     with ctx.with_config(debug=True) if debug else contextlib.nullcontext():
         mod = lowering_sequence()(mod)
     _check(mod, PASSES[-1].info.name, "flat")

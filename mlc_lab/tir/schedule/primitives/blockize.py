@@ -84,8 +84,8 @@ class BlockizePrimitives:
 
         Parameters: block_or_loop (BlockRV or LoopRV); tensor_intrin (str, the registered name);
         preserve_unit_iters (bool, passed to blockize).
-        Raises: TensorizeError (naming what did not match), BlockizeError, KeyError (unknown
-        intrinsic).
+        Raises: TensorizeError (naming what did not match), BlockizeError,
+        UnknownTensorIntrinError (no intrinsic registered under the name).
 
         Example:
 
@@ -130,7 +130,12 @@ class BlockizePrimitives:
         if not isinstance(tensor_intrin, str):
             raise TypeError(f"sch.tensorize: parameter 'tensor_intrin' expects the name of a "
                             f"registered TensorIntrin, got {tensor_intrin!r}")
-        intrin = TensorIntrin.get(tensor_intrin)
+        intrin = TensorIntrin.get(tensor_intrin, allow_missing=True)
+        if intrin is None:
+            known = ", ".join(sorted(TensorIntrin._registry)) or "none"
+            raise errors.UnknownTensorIntrinError(
+                "tensorize", f"no tensor intrinsic named {tensor_intrin!r} is registered (registered: "
+                f"{known}); register one with TensorIntrin.register(name, desc, impl)")
         if isinstance(block_or_loop, LoopRV):
             func_name, loop, index = self._resolve_loop(block_or_loop, "tensorize", "block_or_loop")
             func = self._func(func_name)
