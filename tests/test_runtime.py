@@ -218,7 +218,7 @@ def test_read_only_output_is_refused_before_running(target):
 def test_array_on_another_device_is_refused(target):
     lib = mlc_lab.build(add_func((4,)), target=target)
     a, b, c = arrays()
-    on_gpu = nd.array(a.numpy(), mlc_lab.cuda(0))
+    on_gpu = nd.NDArray(a.numpy(), mlc_lab.cuda(0))   # as an array a GPU runtime hands back
     with pytest.raises(ValueError, match=r"add\(\): parameter A: the array is on cuda\(0\) but this "
                                          r"function runs on cpu\(0\)"):
         lib(on_gpu, b, c)

@@ -59,6 +59,9 @@ class Backend:
     def build(self, functions: dict, target: Target):
         """PrimFuncs ``{name: func}`` as written -> runtime.Module."""
         from ..ir import IRModule
+        from ..tir.verify import verify
+        for func in functions.values():
+            verify(func)   # ill-formed IR gets its rule named here, not an IndexError mid-run
         lowered = self.lower(IRModule(functions), target)
         compiled = self.compile({name: lowered[name] for name in functions}, target)
         return self.load(compiled, target, signatures=functions)
