@@ -1,6 +1,6 @@
 """tir.Schedule and its primitives (one mixin per family in primitives/)."""
+from . import errors
 from .errors import *  # noqa: F401,F403  (the error classes are part of the public API)
-from .errors import ScheduleError
 from .primitives.blockize import BlockizePrimitives
 from .primitives.cache import CachePrimitives
 from .primitives.compute_location import ComputeLocationPrimitives
@@ -23,5 +23,5 @@ class Schedule(LoopPrimitives, ForKindPrimitives, ComputeLocationPrimitives, Inl
     ``sch.trace`` the replayable record, ``sch.history`` every step with the module after it."""
 
 
-__all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "Trace", "Instruction", "Step",
-           "TensorIntrin"]
+__all__ = ["Schedule", "BlockRV", "LoopRV", "Trace", "Instruction", "Step",
+           "TensorIntrin"] + errors.__all__
