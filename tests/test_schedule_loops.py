@@ -308,3 +308,40 @@ def test_fuse_preserve_unit_iters(preserve):
     assert binding == ("j_0 + j_1_fused" if preserve else "j_0")
     assert_same_numerics(scale_10x4, sch.mod["main"])
     assert_replays(sch, scale_10x4)
+
+
+# -- debug_mask -----------------------------------------------------------------------------------
+
+def _ill_formed_step(sch):
+    """Install a block that stores to a buffer it does not declare in T.writes."""
+    from mlc_lab.tir.schedule.lookup import FuncIndex
+    realize = FuncIndex(sch.mod["main"]).blocks["B"]
+    sch._replace("main", {id(realize): realize.replace(block=realize.block.replace(writes=()))},
+                 "broken_step")
+
+
+def test_debug_mask_verifies_every_step_and_names_it():
+    sch = tir.Schedule(scale_10x4, debug_mask="all")
+    before = sch.mod
+    with pytest.raises(tir.VerifyError, match=r"sch.broken_step produced ill-formed IR: .*block \"B\""):
+        _ill_formed_step(sch)
+    assert sch.mod is before
+    quiet = tir.Schedule(scale_10x4, debug_mask=0)
+    _ill_formed_step(quiet)
+    assert quiet.mod is not before
+
+
+def test_debug_mask_verifies_the_initial_module_and_checks_its_type(monkeypatch):
+    from mlc_lab.tir.schedule.lookup import FuncIndex, replace_stmts
+    realize = FuncIndex(scale_10x4).blocks["B"]
+    broken = replace_stmts(scale_10x4, {id(realize): realize.replace(
+        block=realize.block.replace(writes=()))})
+    with pytest.raises(tir.VerifyError):
+        tir.Schedule(broken, debug_mask=1)
+    monkeypatch.setenv("MLC_LAB_DEBUG", "1")
+    with pytest.raises(tir.VerifyError):
+        tir.Schedule(broken)
+    monkeypatch.delenv("MLC_LAB_DEBUG")
+    tir.Schedule(broken)
+    with pytest.raises(TypeError, match="debug_mask"):
+        tir.Schedule(scale_10x4, debug_mask="some")
