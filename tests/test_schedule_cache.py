@@ -269,22 +269,22 @@ def test_unknown_scope():
     for call in (lambda: sch.cache_read(block, 0, "texture"),
                  lambda: sch.cache_write(block, 0, "texture"),
                  lambda: sch.set_scope(block, 0, "texture")):
-        unchanged_after(sch, call, tir.schedule.CacheError, "'texture'", "shared")
+        unchanged_after(sch, call, tir.schedule.UnknownStorageScopeError, "'texture'", "shared")
 
 
 def test_buffer_index_out_of_range():
     sch = tir.Schedule(mm_relu)
     block = sch.get_block("Y")
-    unchanged_after(sch, lambda: sch.cache_read(block, 2, "shared"), tir.schedule.CacheError,
-                     '"Y"', "A, B", "out of range")
-    unchanged_after(sch, lambda: sch.cache_write(block, 1, "local"), tir.schedule.CacheError,
-                     '"Y"', "out of range")
+    unchanged_after(sch, lambda: sch.cache_read(block, 2, "shared"),
+                    tir.schedule.BufferIndexOutOfRangeError, '"Y"', "A, B")
+    unchanged_after(sch, lambda: sch.cache_write(block, 1, "local"),
+                    tir.schedule.BufferIndexOutOfRangeError, '"Y"')
 
 
 def test_set_scope_of_parameter():
     sch = tir.Schedule(mm_relu)
     err = unchanged_after(sch, lambda: sch.set_scope(sch.get_block("C"), 0, "shared"),
-                           tir.schedule.CacheError, "buffer C", "parameter")
+                           tir.schedule.ParameterBufferError, "buffer C")
     assert "^" in str(err)
 
 
@@ -293,7 +293,7 @@ def test_cache_write_needs_the_only_writer():
     i, j, k = sch.get_loops(sch.get_block("Y"))
     sch.decompose_reduction(sch.get_block("Y"), k)
     unchanged_after(sch, lambda: sch.cache_write(sch.get_block("Y_update"), 0, "local"),
-                     tir.schedule.CacheError, '"Y_update"', "only writer", "Y_init")
+                     tir.schedule.NotSingleWriterError, '"Y_update"', "Y_init")
 
 
 @T.prim_func
@@ -307,9 +307,9 @@ def in_place(A: T.Buffer((8,), "float32")):
 def test_cache_of_a_buffer_read_and_written():
     sch = tir.Schedule(in_place)
     unchanged_after(sch, lambda: sch.cache_write(sch.get_block("A"), 0, "local"),
-                     tir.schedule.CacheError, '"A"', "reads buffer A")
+                     tir.schedule.NotCompleteOrReductionBlockError, '"A"', "buffer A")
     unchanged_after(sch, lambda: sch.cache_read(sch.get_block("A"), 0, "local"),
-                     tir.schedule.CacheError, '"A"', "both reads and writes")
+                     tir.schedule.BufferWrittenByBlockError, '"A"', "buffer A")
 
 
 def test_wrong_argument_types():

@@ -497,7 +497,7 @@ def test_loop_not_enclosing_every_consumer():
     sch = tir.Schedule(two_consumers)
     i = sch.get_loops(sch.get_block("C"))[0]
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    error = unchanged_after(sch, lambda: sch.compute_at(blocks["B"], i), tir.schedule.ComputeAtError, 'block "D"', "consumer", "loop i")
+    error = unchanged_after(sch, lambda: sch.compute_at(blocks["B"], i), tir.schedule.NotAllRequiredBlocksVisitedError, 'block "D"', "loop i")
     assert "^^^" in str(error)
 
 
@@ -505,14 +505,14 @@ def test_output_block_cannot_be_computed_at():
     sch = tir.Schedule(mm_relu)
     i = sch.get_loops(sch.get_block("Y"))[0]
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    unchanged_after(sch, lambda: sch.compute_at(blocks["C"], i), tir.schedule.ComputeAtError, 'block "C"', "output")
+    unchanged_after(sch, lambda: sch.compute_at(blocks["C"], i), tir.schedule.OutputBlockError, 'block "C"')
 
 
 def test_loop_already_enclosing_the_block():
     sch = tir.Schedule(mm_relu)
     _, j, _ = sch.get_loops(sch.get_block("Y"))
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    unchanged_after(sch, lambda: sch.compute_at(blocks["Y"], j), tir.schedule.ComputeAtError, "loop j", 'block "Y"', "already encloses")
+    unchanged_after(sch, lambda: sch.compute_at(blocks["Y"], j), tir.schedule.LoopEnclosesBlockError, "loop j", 'block "Y"')
 
 
 def test_reverse_compute_at_loop_missing_a_producer():
@@ -536,14 +536,14 @@ def test_reverse_compute_at_loop_missing_a_producer():
     sch = tir.Schedule(two_producers)
     i = sch.get_loops(sch.get_block("B1"))[0]
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    unchanged_after(sch, lambda: sch.reverse_compute_at(blocks["C"], i), tir.schedule.ComputeAtError, 'block "B0"', "producer", "loop i")
+    unchanged_after(sch, lambda: sch.reverse_compute_at(blocks["C"], i), tir.schedule.NotAllRequiredBlocksVisitedError, 'block "B0"', "loop i")
 
 
 def test_reverse_compute_at_window_consumer_is_refused():
     sch = tir.Schedule(window_sum)
     i0, _ = sch.split(sch.get_loops(sch.get_block("A_shared"))[0], factors=[10, 13])
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    unchanged_after(sch, lambda: sch.reverse_compute_at(blocks["B"], i0), tir.schedule.ComputeAtError, 'block "B"', "A_shared", "compute_at the producers")
+    unchanged_after(sch, lambda: sch.reverse_compute_at(blocks["B"], i0), tir.schedule.RegionNotCoverableError, 'block "B"', "A_shared")
 
 
 def test_reverse_compute_at_inside_the_reduction_is_refused():
@@ -552,7 +552,7 @@ def test_reverse_compute_at_inside_the_reduction_is_refused():
     j0, j1 = sch.split(j, factors=[None, 4])
     sch.reorder(j0, k, j1)
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    unchanged_after(sch, lambda: sch.reverse_compute_at(blocks["C"], j1), tir.schedule.ComputeAtError, 'block "Y"', "reduction", "loop j_1", "not final")
+    unchanged_after(sch, lambda: sch.reverse_compute_at(blocks["C"], j1), tir.schedule.ReductionNotFinishedError, 'block "Y"', "loop j_1")
 
 
 def test_not_a_complete_block():
@@ -575,7 +575,7 @@ def test_not_a_complete_block():
     sch = tir.Schedule(two_writers)
     i = sch.get_loops(sch.get_block("C"))[0]
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    unchanged_after(sch, lambda: sch.compute_at(blocks["B0"], i), tir.schedule.ComputeAtError, 'block "B0"', "only writer")
+    unchanged_after(sch, lambda: sch.compute_at(blocks["B0"], i), tir.schedule.NotSingleWriterError, 'block "B0"', '"B1"')
 
 
 def test_producer_after_consumer_under_the_loop():
@@ -598,14 +598,14 @@ def test_producer_after_consumer_under_the_loop():
     sch = tir.Schedule(misordered)
     i = sch.get_loops(sch.get_block("D"))[0]
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    unchanged_after(sch, lambda: sch.compute_at(blocks["X"], i), tir.schedule.ComputeAtError, "loop i", 'block "P"', 'block "D"', "producer", "consumer")
+    unchanged_after(sch, lambda: sch.compute_at(blocks["X"], i), tir.schedule.ProducerAfterConsumerError, "loop i", 'block "P"', 'block "D"')
 
 
 def test_bad_index():
     sch = tir.Schedule(window_sum)
     i0, _ = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[4, 32])
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
-    unchanged_after(sch, lambda: sch.compute_at(blocks["A_shared"], i0, index=5), tir.schedule.ComputeAtError, "index 5")
+    unchanged_after(sch, lambda: sch.compute_at(blocks["A_shared"], i0, index=5), tir.schedule.InvalidIndexError, "index 5")
 
 
 def test_argument_types_are_checked():
@@ -624,7 +624,7 @@ def test_reverse_compute_at_keeps_consumers_after_the_new_place():
     sch = tir.Schedule(softmax)
     expsum_loop = sch.get_loops(sch.get_block("expsum"))[0]
     before = sch.mod
-    with pytest.raises(tir.schedule.ComputeAtError, match='block "exp" consumes what block "maxelem" writes but runs before loop i'):
+    with pytest.raises(tir.schedule.ConsumerBeforeLoopError, match='block "exp".*block "maxelem".*loop i'):
         sch.reverse_compute_at(sch.get_block("maxelem"), expsum_loop)
     assert sch.mod is before
 

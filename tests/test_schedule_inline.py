@@ -5,7 +5,7 @@ from mlc_lab import tir
 from mlc_lab.script import tir as T
 from schedule_checks import assert_schedule_ok, unchanged_after
 
-InlineError = tir.schedule.InlineError
+errors = tir.schedule.errors
 
 
 # ----------------------------------------------------------------------------------------------
@@ -23,13 +23,14 @@ def scale_add(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")
             C[vi, vj] = B[vi, vj] + T.float32(1)
 
 
-def inline_fails(original, primitive, block_name, *words):
-    """sch.<primitive>(block) raises InlineError naming the block and every word, underlines the
-    culprit, and leaves the schedule unchanged."""
+def inline_fails(original, primitive, block_name, error, *names):
+    """sch.<primitive>(block) raises ``error`` (an InlineError) naming the block and ``names``,
+    underlines the culprit, and leaves the schedule unchanged."""
+    assert issubclass(error, errors.InlineError)
     sch = tir.Schedule(original)
     block = sch.get_block(block_name)
-    message = unchanged_after(sch, lambda: getattr(sch, primitive)(block), InlineError,
-                              f'"{block_name}"', *words)
+    message = unchanged_after(sch, lambda: getattr(sch, primitive)(block), error,
+                              f"sch.{primitive}", f'"{block_name}"', *names)
     assert "^^^" in message
     return message
 
@@ -158,11 +159,11 @@ def test_compute_inline_softmax_exp_into_two_consumers():
 
 
 def test_compute_inline_reduction_is_refused():
-    inline_fails(mm_relu, "compute_inline", "Y", "reduction")
+    inline_fails(mm_relu, "compute_inline", "Y", errors.NotCompleteBlockError)
 
 
 def test_compute_inline_output_block_is_refused():
-    inline_fails(scale_add, "compute_inline", "C", "output")
+    inline_fails(scale_add, "compute_inline", "C", errors.OutputBlockError)
 
 
 def test_compute_inline_needs_a_single_store():
@@ -180,7 +181,7 @@ def test_compute_inline_needs_a_single_store():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi] + B2[vi]
 
-    inline_fails(two_stores, "compute_inline", "B", "single store")
+    inline_fails(two_stores, "compute_inline", "B", errors.BodyNotSingleStoreError)
 
 
 def test_compute_inline_needs_plain_iterator_indices():
@@ -196,7 +197,7 @@ def test_compute_inline_needs_plain_iterator_indices():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi * 2]
 
-    inline_fails(strided, "compute_inline", "B", "not distinct block iterators", "vi * 2")
+    inline_fails(strided, "compute_inline", "B", errors.IndicesNotIteratorsError, "vi * 2")
 
 
 def test_compute_inline_value_using_another_iterator_is_refused():
@@ -212,7 +213,7 @@ def test_compute_inline_value_using_another_iterator_is_refused():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi]
 
-    inline_fails(broadcast, "compute_inline", "B", "not an index")
+    inline_fails(broadcast, "compute_inline", "B", errors.ValueUsesOtherIteratorError)
 
 
 def test_compute_inline_of_a_second_writer_is_refused():
@@ -232,7 +233,7 @@ def test_compute_inline_of_a_second_writer_is_refused():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi]
 
-    inline_fails(two_writers, "compute_inline", "B0", "only writer")
+    inline_fails(two_writers, "compute_inline", "B0", errors.NotSingleWriterError)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -293,7 +294,7 @@ def test_reverse_compute_inline_after_decomposed_matmul():
 
 
 def test_reverse_compute_inline_into_reduction_is_refused():
-    message = inline_fails(mm_relu, "reverse_compute_inline", "C", '"Y"', "reduction block")
+    message = inline_fails(mm_relu, "reverse_compute_inline", "C", errors.NotCompleteBlockError, '"Y"')
     assert "producer" in message
 
 
@@ -315,7 +316,8 @@ def test_reverse_compute_inline_two_intermediates_is_refused():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B0[vi] + B1[vi]
 
-    inline_fails(two_inputs, "reverse_compute_inline", "C", "exactly one buffer", "B0, B1")
+    inline_fails(two_inputs, "reverse_compute_inline", "C", errors.NotSingleIntermediateError,
+                 "B0, B1")
 
 
 def test_reverse_compute_inline_load_not_at_iterators_is_refused():
@@ -331,7 +333,7 @@ def test_reverse_compute_inline_load_not_at_iterators_is_refused():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi + 1]
 
-    inline_fails(shifted, "reverse_compute_inline", "C", "block iterators")
+    inline_fails(shifted, "reverse_compute_inline", "C", errors.IndicesNotIteratorsError)
 
 
 def test_reverse_compute_inline_loads_at_two_places_is_refused():
@@ -347,7 +349,7 @@ def test_reverse_compute_inline_loads_at_two_places_is_refused():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi] + B[7 - vi]
 
-    inline_fails(two_loads, "reverse_compute_inline", "C", "different indices")
+    inline_fails(two_loads, "reverse_compute_inline", "C", errors.InconsistentLoadIndicesError)
 
 
 def test_reverse_compute_inline_partial_consumer_is_refused():
@@ -363,7 +365,7 @@ def test_reverse_compute_inline_partial_consumer_is_refused():
                 vi = T.axis.spatial(8, i)
                 C[vi] = B[vi]
 
-    inline_fails(head, "reverse_compute_inline", "C", "read all of it")
+    inline_fails(head, "reverse_compute_inline", "C", errors.PartialConsumerError)
 
 
 def test_reverse_compute_inline_with_another_reader_is_refused():
@@ -384,7 +386,7 @@ def test_reverse_compute_inline_with_another_reader_is_refused():
                 vi = T.axis.spatial(8, i)
                 D[vi] = B[vi] * T.float32(3)
 
-    inline_fails(shared_input, "reverse_compute_inline", "C", '"D" also reads B')
+    inline_fails(shared_input, "reverse_compute_inline", "C", errors.NotSingleConsumerError, '"D"')
 
 
 def test_argument_types_are_checked():

@@ -147,15 +147,15 @@ def test_layout_errors():
     sch = tir.Schedule(two_stage)
     block = sch.get_block("B")
     unchanged_after(sch, lambda: sch.transform_layout(block, ("write", 0), lambda i: (i,)),
-                    tir.schedule.LayoutError, "takes 1 argument", "buffer B", "2 dimension")
+                    tir.schedule.IndexMapArityError, "buffer B")
     unchanged_after(sch, lambda: sch.transform_layout(block, ("write", 0), lambda i, j: (i,)),
-                    tir.schedule.LayoutError, "one-to-one", "buffer B")
+                    tir.schedule.NotInjectiveError, "buffer B")
     unchanged_after(sch, lambda: sch.transform_layout(block, ("write", 0), lambda i, j: (i - 1, j)),
-                    tir.schedule.LayoutError, "negative", "buffer B")
+                    tir.schedule.NegativeIndexError, "buffer B")
     unchanged_after(sch, lambda: sch.transform_layout(block, "D", SOURCE),
-                    tir.schedule.LayoutError, "'D'", '"B"')
+                    tir.schedule.BufferNotAccessedError, "'D'", '"B"')
     unchanged_after(sch, lambda: sch.transform_layout(block, ("read", 3), SOURCE),
-                    tir.schedule.LayoutError, "read index 3")
+                    tir.schedule.BufferIndexOutOfRangeError, "read index 3")
     with pytest.raises(TypeError, match="buffer"):
         sch.transform_layout(block, 0, SOURCE)
     with pytest.raises(TypeError, match="index_map"):

@@ -127,11 +127,11 @@ def test_producers_and_consumers():
 def test_split_errors():
     sch = tir.Schedule(mm_relu)
     i, j, k = sch.get_loops(sch.get_block("Y"))
-    message = unchanged_after(sch, lambda: sch.split(j, [3, 5]), tir.schedule.FactorError,
-                               "sch.split", "multiply to 15", "loop j has extent 128")
+    message = unchanged_after(sch, lambda: sch.split(j, [3, 5]), tir.schedule.WrongFactorProductError,
+                               "sch.split", "loop j", "128")
     assert "^^^" in message
-    unchanged_after(sch, lambda: sch.split(j, [None, None]), tir.schedule.FactorError, "more than one None")
-    unchanged_after(sch, lambda: sch.split(j, [0, None]), tir.schedule.FactorError, "factor 0")
+    unchanged_after(sch, lambda: sch.split(j, [None, None]), tir.schedule.TooManyInferredFactorsError)
+    unchanged_after(sch, lambda: sch.split(j, [0, None]), tir.schedule.NonPositiveFactorError, "factor 0")
     with pytest.raises(TypeError, match="parameter 'loop' expects a LoopRV"):
         sch.split(sch.get_block("Y"), [None, 4])
 
@@ -150,26 +150,24 @@ def test_reorder_errors():
     sch = tir.Schedule(mm_relu)
     i, j, k = sch.get_loops(sch.get_block("Y"))
     ci, cj = sch.get_loops(sch.get_block("C"))
-    unchanged_after(sch, lambda: sch.reorder(k, ci), tir.schedule.LoopNotAncestorError,
-                     "not nested one inside the other")
-    unchanged_after(sch, lambda: sch.reorder(k, k), tir.schedule.LoopsNotChainError, "more than once")
+    unchanged_after(sch, lambda: sch.reorder(k, ci), tir.schedule.LoopNotAncestorError, "loops i and k")
+    unchanged_after(sch, lambda: sch.reorder(k, k), tir.schedule.DuplicateLoopError)
 
 
 def test_fuse_error_names_loops():
     sch = tir.Schedule(mm_relu)
     i, j, k = sch.get_loops(sch.get_block("Y"))
-    unchanged_after(sch, lambda: sch.fuse(i, k), tir.schedule.NotAdjacentError,
-                     "loop k is not the only statement directly inside loop i")
+    unchanged_after(sch, lambda: sch.fuse(i, k), tir.schedule.NotOnlyChildError, "loop k", "loop i")
 
 
 def test_parallel_reduction_loop_is_rejected():
     sch = tir.Schedule(mm_relu)
     i, j, k = sch.get_loops(sch.get_block("Y"))
-    message = unchanged_after(sch, lambda: sch.parallel(k), tir.schedule.WrongLoopKindError,
-                               "loop k is bound to the reduce iterator vk", 'block "Y"')
+    message = unchanged_after(sch, lambda: sch.parallel(k), tir.schedule.WrongBlockIterTypeError,
+                               "loop k", "vk", 'block "Y"')
     assert "^" in message
     unchanged_after(sch, lambda: sch.bind(i, "threadIdx.w"), tir.schedule.ThreadBindingError,
-                     "unknown thread axis 'threadIdx.w'")
+                     "'threadIdx.w'")
 
 
 @T.prim_func
@@ -188,7 +186,7 @@ def test_vectorize_needs_compact_dataflow():
     sch = tir.Schedule(two_writers)
     (i,) = sch.get_loops(sch.get_block("second"))
     unchanged_after(sch, lambda: sch.vectorize(i), tir.schedule.NotCompactDataflowError,
-                     'block "second" is not the only writer of buffer A')
+                     'block "second"', "buffer A")
 
 
 def test_history_and_diff(capsys):
@@ -331,3 +329,94 @@ def test_parallel_refuses_a_loop_nested_in_another_parallel_loop():
     sch.parallel(i0)
     with pytest.raises(errors.NestedParallelError):
         sch.parallel(i1)
+
+
+# -- split past the extent, preserve_unit_iters ------------------------------------------------------
+
+@T.prim_func
+def scale_10x4(A: T.Buffer((10, 4), "float32"), B: T.Buffer((10, 4), "float32")):
+    for i, j in T.grid(10, 4):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+
+
+def test_split_factors_past_the_extent_add_a_predicate():
+    @T.prim_func
+    def expected(A: T.Buffer((10, 4), "float32"), B: T.Buffer((10, 4), "float32")):
+        for i_0, i_1, j in T.grid(3, 4, 4):
+            with T.block("B"):
+                vi = T.axis.spatial(10, i_0 * 4 + i_1)
+                vj = T.axis.spatial(4, j)
+                T.where(i_0 * 4 + i_1 < 10)
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+
+    sch = tir.Schedule(scale_10x4)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    sch.split(i, [3, 4])
+    assert_structural_equal(sch.mod["main"], expected.with_attr("global_symbol", "scale_10x4"))
+    assert_same_numerics(scale_10x4, sch.mod["main"])
+    assert_replays(sch, scale_10x4)
+
+
+def _binding_of_vj(sch):
+    return sch.mod["main"].body.block.body.body.body.body.body.iter_values[1]
+
+
+@pytest.mark.parametrize("preserve", [True, False])
+def test_split_preserve_unit_iters(preserve):
+    sch = tir.Schedule(scale_10x4)
+    _, j = sch.get_loops(sch.get_block("B"))
+    sch.split(j, [1, 4, 1], preserve_unit_iters=preserve)
+    assert str(_binding_of_vj(sch)) == ("j_0 * 4 + j_1 + j_2" if preserve else "j_1")
+    assert_same_numerics(scale_10x4, sch.mod["main"])
+    assert_replays(sch, scale_10x4)
+
+
+@pytest.mark.parametrize("preserve", [True, False])
+def test_fuse_preserve_unit_iters(preserve):
+    sch = tir.Schedule(scale_10x4)
+    _, j = sch.get_loops(sch.get_block("B"))
+    _, j1 = sch.split(j, [4, 1])
+    sch.fuse(j1, preserve_unit_iters=preserve)
+    binding = str(sch.mod["main"].body.block.body.body.body.body.iter_values[1])
+    assert binding == ("j_0 + j_1_fused" if preserve else "j_0")
+    assert_same_numerics(scale_10x4, sch.mod["main"])
+    assert_replays(sch, scale_10x4)
+
+
+# -- debug_mask -----------------------------------------------------------------------------------
+
+def _ill_formed_step(sch):
+    """Install a block that stores to a buffer it does not declare in T.writes."""
+    from mlc_lab.tir.schedule.lookup import FuncIndex
+    realize = FuncIndex(sch.mod["main"]).blocks["B"]
+    sch._replace("main", {id(realize): realize.replace(block=realize.block.replace(writes=()))},
+                 "broken_step")
+
+
+def test_debug_mask_verifies_every_step_and_names_it():
+    sch = tir.Schedule(scale_10x4, debug_mask="all")
+    before = sch.mod
+    with pytest.raises(tir.VerifyError, match=r"sch.broken_step produced ill-formed IR: .*block \"B\""):
+        _ill_formed_step(sch)
+    assert sch.mod is before
+    quiet = tir.Schedule(scale_10x4, debug_mask=0)
+    _ill_formed_step(quiet)
+    assert quiet.mod is not before
+
+
+def test_debug_mask_verifies_the_initial_module_and_checks_its_type(monkeypatch):
+    from mlc_lab.tir.schedule.lookup import FuncIndex, replace_stmts
+    realize = FuncIndex(scale_10x4).blocks["B"]
+    broken = replace_stmts(scale_10x4, {id(realize): realize.replace(
+        block=realize.block.replace(writes=()))})
+    with pytest.raises(tir.VerifyError):
+        tir.Schedule(broken, debug_mask=1)
+    monkeypatch.setenv("MLC_LAB_DEBUG", "1")
+    with pytest.raises(tir.VerifyError):
+        tir.Schedule(broken)
+    monkeypatch.delenv("MLC_LAB_DEBUG")
+    tir.Schedule(broken)
+    with pytest.raises(TypeError, match="debug_mask"):
+        tir.Schedule(scale_10x4, debug_mask="some")

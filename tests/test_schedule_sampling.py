@@ -62,6 +62,9 @@ def test_decision_is_recorded_and_overridden_on_replay():
     assert "decision=" in sch.trace.as_python()[2]
     replayed = sch.trace.apply_to_schedule(tir.Schedule(mm_relu))
     assert_structural_equal(replayed.mod, sch.mod)
+    # there are no postprocessing instructions to remove, so remove_postproc replays the same
+    no_postproc = sch.trace.apply_to_schedule(tir.Schedule(mm_relu), remove_postproc=True)
+    assert_structural_equal(no_postproc.mod, sch.mod)
     # a new decision changes what the sampling instruction returns on replay
     fresh = tir.Trace(sch.trace.insts[:3]).apply_to_schedule(tir.Schedule(mm_relu),
                                                            decisions={2: [2, 8, 8]})

@@ -632,3 +632,33 @@ def test_error_float_intrinsic_on_integers():
                 vi = T.axis.spatial(4, i)
                 A[vi] = T.sqrt(2) * T.exp(A[vi])   # a Python int is a float here
     assert tir.verify(g)
+
+
+def test_align_and_offset_factor_are_accepted_and_warn_once_when_they_ask_for_more(monkeypatch):
+    import warnings
+    from mlc_lab.script import tir as script_tir
+    monkeypatch.setattr(script_tir, "_WARNED_OPTIONS", set())
+    source = '''
+@T.prim_func
+def f(A: T.Buffer((8,), "float32", align={align}), B: T.Buffer((8,), "float32")):
+    C = T.alloc_buffer((8,), align={align}, offset_factor={factor})
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = A[vi]
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = C[vi]
+'''
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # what mlc_lab already does raises no warning
+        plain = from_source(source.format(align=0, factor=0))
+        assert_structural_equal(from_source(source.format(align=64, factor=1)), plain)
+    with pytest.warns(UserWarning) as record:
+        assert_structural_equal(from_source(source.format(align=128, factor=16)), plain)
+        from_source(source.format(align=256, factor=4))
+    messages = sorted(str(w.message) for w in record)
+    assert len(messages) == 2, messages                # once per option, not once per use
+    assert messages[0].startswith("align=128 is ignored")
+    assert messages[1].startswith("offset_factor=16 is ignored")

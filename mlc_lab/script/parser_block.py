@@ -35,6 +35,7 @@ class BlockFrame:
 def _buffer_args(what: str, args: list, kwargs: dict):
     """(shape, dtype, strides, scope) from the arguments of T.alloc_buffer / T.match_buffer."""
     def spec(shape, dtype="float32", strides=None, scope="global", align=0, offset_factor=0):
+        tir_namespace._check_buffer_options(align, offset_factor)
         return shape, dtype, strides or (), scope
     try:
         return spec(*args, **kwargs)

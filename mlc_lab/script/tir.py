@@ -7,6 +7,7 @@ a script raises a RuntimeError that says so.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +33,25 @@ class ScriptOnly:
 
 
 # -- functions and buffers -----------------------------------------------------------------------
+_WARNED_OPTIONS: set = set()
+
+
+def _check_buffer_options(align: int, offset_factor: int) -> None:
+    """``align`` and ``offset_factor`` are accepted for compatibility with TVMScript and ignored:
+    mlc_lab allocates its buffers 64-byte aligned and its buffers have no element offset. Values
+    that ask for more than that warn, once per process for each option."""
+    if align and 64 % align:
+        _warn_once("align", f"align={align} is ignored: mlc_lab aligns the buffers it allocates to "
+                   "64 bytes and does not check the alignment of arguments")
+    if offset_factor not in (0, 1):
+        _warn_once("offset_factor", f"offset_factor={offset_factor} is ignored: mlc_lab buffers have "
+                   "no element offset")
+
+
+def _warn_once(option: str, message: str) -> None:
+    if option not in _WARNED_OPTIONS:
+        _WARNED_OPTIONS.add(option)
+        warnings.warn(message, stacklevel=4)
 def prim_func(func=None, *, private: bool = False):
     """Decorator: parse the decorated Python function into a :class:`~mlc_lab.tir.PrimFunc`."""
     from .parser import parse_function
@@ -46,6 +66,7 @@ class _BufferType:
 
     def __call__(self, shape, dtype: str = "float32", strides=None, scope: str = "global",
                  align: int = 0, offset_factor: int = 0) -> _Buffer:
+        _check_buffer_options(align, offset_factor)
         return _decl_buffer(shape, dtype, "buffer", strides or (), scope)
 
     def __getitem__(self, key) -> _Buffer:

@@ -2,7 +2,7 @@
 
 Each function builds a ``Call`` to a registered ``Op`` and infers its structure info at once, so
 a wrong shape or dtype raises where the call is written. The registry (``register_op``,
-``op_info``, ``register_legalize``) records each op's inference, pattern kind and legalization.
+``op_info``, ``register_legalize``) records each op's inference and legalization.
 """
 from . import nn
 from .binary import add, divide, ewise_fma, multiply, subtract
@@ -10,11 +10,11 @@ from .call import call_dps_packed, call_tir
 from .linear_algebra import linear, matmul
 from .manipulate import flatten, permute_dims, reshape
 from .reduce import max, mean, min, sum
-from .registry import (PATTERN_KINDS, OpInfo, get_op, infer_struct_info, list_ops, make_call,
+from .registry import (OpInfo, get_op, infer_struct_info, list_ops, make_call,
                        op_info, register_legalize, register_op)
 from .unary import exp, log, negative, sigmoid, sqrt, tanh
 
-__all__ = ["PATTERN_KINDS", "OpInfo", "add", "call_dps_packed", "call_tir", "divide", "ewise_fma",
+__all__ = ["OpInfo", "add", "call_dps_packed", "call_tir", "divide", "ewise_fma",
            "exp", "flatten", "get_op", "infer_struct_info", "linear", "list_ops", "log", "make_call",
            "matmul", "max", "mean", "min", "multiply", "negative", "nn", "op_info", "permute_dims",
            "register_legalize", "register_op", "reshape", "sigmoid", "sqrt", "subtract", "sum", "tanh"]

@@ -20,7 +20,7 @@ def _infer_broadcast(call: Call) -> TensorStructInfo:
 
 
 for _name in ("add", "subtract", "multiply", "divide"):
-    register_op(f"relax.{_name}", _infer_broadcast, pattern="broadcast")
+    register_op(f"relax.{_name}", _infer_broadcast)
 
 
 def add(x1, x2) -> Call:
@@ -62,7 +62,7 @@ def _infer_fma(call: Call) -> TensorStructInfo:
     return TensorStructInfo(first.shape, dtype, first.ndim)
 
 
-register_op("relax.ewise_fma", _infer_fma, pattern="elemwise")
+register_op("relax.ewise_fma", _infer_fma)
 
 
 def ewise_fma(x1, x2, x3) -> Call:

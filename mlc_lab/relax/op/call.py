@@ -50,8 +50,8 @@ def _infer_call_dps_packed(call: Call) -> StructInfo:
     return _infer_dps(call)
 
 
-register_op("relax.call_tir", _infer_call_tir, pattern="opaque")
-register_op("relax.call_dps_packed", _infer_call_dps_packed, pattern="opaque")
+register_op("relax.call_tir", _infer_call_tir)
+register_op("relax.call_dps_packed", _infer_call_dps_packed)
 
 
 def _inputs(args) -> Tuple:

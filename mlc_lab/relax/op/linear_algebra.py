@@ -40,7 +40,7 @@ def _infer_matmul(call: Call) -> TensorStructInfo:
     return TensorStructInfo(out, dtype)
 
 
-register_op("relax.matmul", _infer_matmul, pattern="out_elemwise_fusable")
+register_op("relax.matmul", _infer_matmul)
 
 
 def matmul(x, y, out_dtype: Optional[str] = None) -> Call:
@@ -69,7 +69,7 @@ def _infer_dense(call: Call) -> TensorStructInfo:
     return TensorStructInfo(x.shape[:-1] + (w.shape[0],), dtype)
 
 
-register_op("relax.nn.dense", _infer_dense, pattern="out_elemwise_fusable")
+register_op("relax.nn.dense", _infer_dense)
 
 
 def dense(x, w) -> Call:

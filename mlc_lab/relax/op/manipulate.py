@@ -28,7 +28,7 @@ def _infer_reshape(call: Call) -> TensorStructInfo:
     return TensorStructInfo(target.values, x.dtype)
 
 
-register_op("relax.reshape", _infer_reshape, pattern="injective")
+register_op("relax.reshape", _infer_reshape)
 
 
 def reshape(x, shape) -> Call:
@@ -66,7 +66,7 @@ def _infer_flatten(call: Call) -> TensorStructInfo:
     return TensorStructInfo((x.shape[0], product(x.shape[1:])), x.dtype)
 
 
-register_op("relax.flatten", _infer_flatten, pattern="injective")
+register_op("relax.flatten", _infer_flatten)
 
 
 def flatten(x) -> Call:
@@ -90,7 +90,7 @@ def _infer_permute_dims(call: Call) -> TensorStructInfo:
     return TensorStructInfo(tuple(x.shape[a] for a in order), x.dtype)
 
 
-register_op("relax.permute_dims", _infer_permute_dims, pattern="injective")
+register_op("relax.permute_dims", _infer_permute_dims)
 
 
 def permute_dims(x, axes=None) -> Call:

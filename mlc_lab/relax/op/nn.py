@@ -16,7 +16,7 @@ from .registry import make_call, register_op
 from .unary import infer_unary
 
 
-register_op("relax.nn.relu", infer_unary, pattern="elemwise")
+register_op("relax.nn.relu", infer_unary)
 
 
 def relu(data) -> Call:
@@ -35,8 +35,8 @@ def _infer_softmax(call: Call) -> TensorStructInfo:
     return sinfo
 
 
-register_op("relax.nn.softmax", _infer_softmax, pattern="opaque")
-register_op("relax.nn.log_softmax", _infer_softmax, pattern="opaque")
+register_op("relax.nn.softmax", _infer_softmax)
+register_op("relax.nn.log_softmax", _infer_softmax)
 
 
 def softmax(data, axis: int = -1) -> Call:
@@ -98,7 +98,7 @@ def _infer_conv2d(call: Call) -> TensorStructInfo:
     return TensorStructInfo((n, o, oh, ow), dtype)
 
 
-register_op("relax.nn.conv2d", _infer_conv2d, pattern="out_elemwise_fusable")
+register_op("relax.nn.conv2d", _infer_conv2d)
 
 
 def conv2d(data, weight, strides=(1, 1), padding=(0, 0), dilation=(1, 1), groups: int = 1,
@@ -136,8 +136,8 @@ def _infer_pool2d(call: Call) -> TensorStructInfo:
     return TensorStructInfo((n, c, oh, ow), data.dtype)
 
 
-register_op("relax.nn.max_pool2d", _infer_pool2d, pattern="out_elemwise_fusable")
-register_op("relax.nn.avg_pool2d", _infer_pool2d, pattern="out_elemwise_fusable")
+register_op("relax.nn.max_pool2d", _infer_pool2d)
+register_op("relax.nn.avg_pool2d", _infer_pool2d)
 
 
 def _pool(name: str, data, pool_size, strides, padding, dilation, ceil_mode, layout) -> Call:

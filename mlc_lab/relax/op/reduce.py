@@ -26,7 +26,7 @@ def _infer_reduce(call: Call) -> TensorStructInfo:
 
 
 for _name in ("sum", "mean", "max", "min"):
-    register_op(f"relax.{_name}", _infer_reduce, pattern="comm_reduce")
+    register_op(f"relax.{_name}", _infer_reduce)
 
 
 def _reduce(name: str, x, axis, keepdims: bool) -> Call:

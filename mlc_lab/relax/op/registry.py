@@ -1,10 +1,13 @@
-"""The operator registry: one ``Op`` per name, with its structure-info inference, its pattern kind
-(for fusion) and, once registered, its legalization to loop-level code.
+"""The operator registry: one ``Op`` per name, with its structure-info inference and, once
+registered, its legalization to loop-level code.
 
 - ``infer(call: Call) -> StructInfo`` computes the result's structure or raises a clear error.
 - ``legalize(bb: BlockBuilder, call: Call) -> Expr`` rewrites the call into loop-level code,
   typically ``bb.call_te(topi_function, *call.args, ...)``; None until a legalization is known.
-- ``pattern`` is one of ``PATTERN_KINDS`` (TVM's OpPatternKind, in increasing generality).
+
+Ops carry no fusion pattern: FuseOps groups the PrimFuncs that legalization produces, and the one
+source of their pattern kind is ``relax.transform.AnnotateTIROpPattern``, which reads it off the
+loop-level code itself.
 """
 from __future__ import annotations
 
@@ -13,29 +16,21 @@ from typing import Callable, Optional
 
 from ..expr import Call, Op
 
-PATTERN_KINDS = ("elemwise", "broadcast", "injective", "comm_reduce", "out_elemwise_fusable",
-                 "opaque")
-
 
 @dataclass
 class OpInfo:
     op: Op
     infer: Callable
     legalize: Optional[Callable] = None
-    pattern: str = "opaque"
 
 
 _REGISTRY: dict[str, OpInfo] = {}
 
 
-def register_op(name: str, infer: Callable, legalize: Optional[Callable] = None,
-                pattern: str = "opaque") -> Op:
+def register_op(name: str, infer: Callable, legalize: Optional[Callable] = None) -> Op:
     """Register (or re-register) the op ``name``; returns its unique Op object."""
-    if pattern not in PATTERN_KINDS:
-        raise ValueError(f"register_op({name!r}): unknown pattern {pattern!r}; expected one of "
-                         f"{', '.join(PATTERN_KINDS)}")
     op = _REGISTRY[name].op if name in _REGISTRY else Op(name)
-    _REGISTRY[name] = OpInfo(op, infer, legalize, pattern)
+    _REGISTRY[name] = OpInfo(op, infer, legalize)
     return op
 
 
@@ -49,7 +44,7 @@ def get_op(name: str) -> Op:
 
 
 def op_info(op) -> OpInfo:
-    """The registry entry of an Op (or op name); its ``legalize`` and ``pattern`` may be set."""
+    """The registry entry of an Op (or op name); its ``legalize`` may be set."""
     name = op if isinstance(op, str) else op.name
     get_op(name)
     return _REGISTRY[name]

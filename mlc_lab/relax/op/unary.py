@@ -21,8 +21,8 @@ def infer_float_unary(call: Call) -> TensorStructInfo:
 
 
 for _name in ("exp", "log", "sqrt", "sigmoid", "tanh"):
-    register_op(f"relax.{_name}", infer_float_unary, pattern="elemwise")
-register_op("relax.negative", infer_unary, pattern="elemwise")
+    register_op(f"relax.{_name}", infer_float_unary)
+register_op("relax.negative", infer_unary)
 
 
 def exp(x) -> Call:

@@ -1,7 +1,6 @@
 """tir.Schedule and its primitives (one mixin per family in primitives/)."""
-from . import errors as _errors
+from . import errors
 from .errors import *  # noqa: F401,F403  (the error classes are part of the public API)
-from .errors import ScheduleError
 from .primitives.blockize import BlockizePrimitives
 from .primitives.cache import CachePrimitives
 from .primitives.compute_location import ComputeLocationPrimitives
@@ -24,8 +23,5 @@ class Schedule(LoopPrimitives, ForKindPrimitives, ComputeLocationPrimitives, Inl
     ``sch.trace`` the replayable record, ``sch.history`` every step with the module after it."""
 
 
-# Every error class of errors.py, whichever are added there later.
-_ERROR_CLASSES = sorted(name for name, value in vars(_errors).items()
-                        if isinstance(value, type) and issubclass(value, ScheduleError))
 __all__ = ["Schedule", "BlockRV", "LoopRV", "Trace", "TraceError", "Instruction", "Step",
-           "TensorIntrin"] + _ERROR_CLASSES
+           "TensorIntrin"] + errors.__all__

@@ -28,25 +28,99 @@ class BlockNotFoundError(ScheduleError):
     """No block with the requested name."""
 
 
+class NumericsChangedError(ScheduleError):
+    """check_numerics=True found that a step changed the program's results."""
+
+
+class InvalidDecisionError(ScheduleError):
+    """A decision given for a sampling instruction (e.g. by trace replay) does not fit."""
+
+
+class AnnotationNotFoundError(ScheduleError):
+    """unannotate: the block or loop has no annotation with that key."""
+
+
+# -- the families: each primitive's errors derive from its family's class, so ``except
+# InlineError`` catches every reason compute_inline can refuse. A rule shared by several families
+# derives from each of them.
+
 class FactorError(ScheduleError):
-    """split factors are malformed or do not multiply to the loop extent."""
+    """split/sample_perfect_tile factors are malformed or do not fit the loop."""
+
+
+class NotAdjacentError(ScheduleError):
+    """fuse: the loops are not directly nested one inside the other."""
+
+
+class LoopsNotChainError(ScheduleError):
+    """reorder: the loops are not one chain of single-child nested loops."""
+
+
+class WrongLoopKindError(ScheduleError):
+    """The loop's kind or binding does not allow this (e.g. parallelising a reduction loop)."""
+
+
+class ComputeAtError(ScheduleError):
+    """compute_at/reverse_compute_at cannot move the block under the given loop."""
+
+
+class InlineError(ScheduleError):
+    """The block cannot be inlined into its consumers/producer."""
+
+
+class CacheError(ScheduleError):
+    """cache_read/cache_write/set_scope got a buffer or scope that does not apply."""
+
+
+class LayoutError(ScheduleError):
+    """transform_layout got an index map or buffer that does not fit."""
+
+
+class RFactorError(ScheduleError):
+    """rfactor cannot factor the reduction over the given loop."""
+
+
+class BlockizeError(ScheduleError):
+    """blockize/tensorize cannot wrap the subtree under the loop in an outer block."""
+
+
+# -- loops: split, fuse, reorder ----------------------------------------------------------------
+
+class NonPositiveFactorError(FactorError):
+    """split: a factor is neither a positive int nor None."""
+
+
+class TooManyInferredFactorsError(FactorError):
+    """split: more than one factor is None; only one can be inferred."""
 
 
 class WrongFactorProductError(FactorError):
-    """split factors without a None cover fewer (or, for a constant extent, other) iterations than
-    the loop has."""
+    """split: the factors multiply to less than the loop's extent, so iterations would be lost."""
 
 
-class NotDivisibleError(FactorError):
-    """The factors do not divide the extent and the primitive cannot add a predicate."""
+class SymbolicExtentError(FactorError, WrongLoopKindError):
+    """The loop's extent is symbolic where the primitive needs a constant (split with an inferred
+    factor, sample_perfect_tile, vectorize)."""
+
+
+class LoopNotStartingAtZeroError(ScheduleError):
+    """fuse: a loop does not start at 0."""
+
+
+class NotOnlyChildError(NotAdjacentError, LoopsNotChainError):
+    """A loop is not the only statement in the body of the loop above it (fuse, reorder)."""
+
+
+class DuplicateLoopError(LoopsNotChainError):
+    """reorder: a loop is given more than once."""
+
+
+class DependentLoopError(LoopsNotChainError):
+    """reorder: the range of a loop of the chain depends on another loop of the chain."""
 
 
 class LoopNotAncestorError(ScheduleError):
     """A loop is not an ancestor of the block (or of the loops) it must enclose."""
-
-
-class LoopsNotChainError(ScheduleError):
-    """Loops are not in one chain of single-child nested loops (reorder)."""
 
 
 class MixedIterTypeLoopError(ScheduleError):
@@ -54,12 +128,14 @@ class MixedIterTypeLoopError(ScheduleError):
     (reorder) or factored (rfactor): the block's init would no longer precede its updates."""
 
 
-class NotAdjacentError(ScheduleError):
-    """Loops to fuse are not directly nested one inside the other."""
+# -- loop kinds: parallel, vectorize, unroll, bind ------------------------------------------------
+
+class ThreadBoundLoopError(WrongLoopKindError):
+    """The loop is already bound to a thread axis (fuse and re-kinding need an unbound loop)."""
 
 
-class WrongLoopKindError(ScheduleError):
-    """The loop kind does not allow this (e.g. parallelising a reduction loop)."""
+class WrongBlockIterTypeError(WrongLoopKindError):
+    """parallel/vectorize/bind: the loop feeds a reduce iterator of a block under it."""
 
 
 class NestedParallelError(WrongLoopKindError):
@@ -72,27 +148,207 @@ class NotCompactDataflowError(ScheduleError):
 
 
 class ThreadBindingError(ScheduleError):
-    """An unknown thread tag, or a binding that conflicts with existing ones."""
+    """bind: an unknown thread axis."""
 
 
-class ComputeAtError(ScheduleError):
-    """compute_at/reverse_compute_at cannot move the block under the given loop."""
+# -- block classification, shared by compute_at, inlining and caching --------------------------
+
+class RootBlockError(ComputeAtError, InlineError):
+    """The root block cannot be moved or inlined; only blocks inside it."""
 
 
-class InlineError(ScheduleError):
-    """The block cannot be inlined into its consumers/producer."""
+class NotSingleWriterError(ComputeAtError, InlineError, CacheError):
+    """Another block of the scope also writes a buffer the block writes."""
 
+
+class NotCompleteOrReductionBlockError(ComputeAtError, InlineError, CacheError):
+    """The block reads a buffer it writes without being a reduction (init + reduce iterators),
+    or has reduce iterators but no init."""
+
+
+class NotCompleteBlockError(InlineError):
+    """Inlining needs a complete block (spatial iterators, no init); the block or its producer is
+    a reduction."""
+
+
+class OutputBlockError(ComputeAtError, InlineError):
+    """The block writes a buffer that is not allocated in its scope (an output of the function), so
+    it cannot be moved under a consumer's loop or inlined away."""
+
+
+# -- compute_at / reverse_compute_at ------------------------------------------------------------
+
+class NotInSameScopeError(ComputeAtError):
+    """The loop and the block are not in the same block scope (or the same function)."""
+
+
+class LoopInsideBlockError(ComputeAtError):
+    """The loop lies inside the block; a block cannot move under its own loop."""
+
+
+class LoopEnclosesBlockError(ComputeAtError):
+    """The loop already encloses the block."""
+
+
+class NotAllRequiredBlocksVisitedError(ComputeAtError):
+    """The loop does not enclose every consumer (compute_at) or producer (reverse_compute_at)."""
+
+
+class ConsumerBeforeLoopError(ComputeAtError):
+    """reverse_compute_at: a consumer left outside the loop runs before it."""
+
+
+class ProducerAfterConsumerError(ComputeAtError):
+    """Under the loop, a producer of the block does not come before its consumers."""
+
+
+class InvalidIndexError(ComputeAtError):
+    """The index does not lie after the producers and before the consumers in the loop body."""
+
+
+class ReductionNotFinishedError(ComputeAtError):
+    """reverse_compute_at: a reduction producer does not run its whole reduction inside the loop."""
+
+
+class RegionNotCoverableError(ComputeAtError):
+    """reverse_compute_at: the block reads a window of a produced buffer per iteration, so no set
+    of its iterations consumes exactly what the producers under the loop write."""
+
+
+# -- compute_inline / reverse_compute_inline ----------------------------------------------------
+
+class BodyNotSingleStoreError(InlineError):
+    """The body of the block (or of its producer) is not a single store ``B[...] = value``."""
+
+
+class IndicesNotIteratorsError(InlineError):
+    """The intermediate buffer is not accessed at distinct block iterators (stored at them by
+    compute_inline's block, loaded at all of them by reverse_compute_inline's)."""
+
+
+class ValueUsesOtherIteratorError(InlineError):
+    """compute_inline: the stored value uses an iterator that is not an index of the buffer."""
+
+
+class OpaqueAccessError(InlineError):
+    """A block still accesses the buffer other than through loads (match_buffer, a region)."""
+
+
+class NotSingleIntermediateError(InlineError):
+    """reverse_compute_inline: the block does not read exactly one buffer another block writes."""
+
+
+class NotSingleConsumerError(InlineError):
+    """reverse_compute_inline: another block also reads the intermediate buffer."""
+
+
+class NonTrivialPredicateError(InlineError):
+    """reverse_compute_inline: the block has a T.where, so it skips elements."""
+
+
+class InconsistentLoadIndicesError(InlineError):
+    """reverse_compute_inline: the block loads the intermediate at different indices."""
+
+
+class PartialConsumerError(InlineError):
+    """reverse_compute_inline: the block does not read the whole intermediate buffer."""
+
+
+# -- cache_read / cache_write / set_scope / transform_layout ------------------------------------
+
+class BufferIndexOutOfRangeError(CacheError, LayoutError):
+    """The read/write buffer index is not one of the block's read/write regions."""
+
+
+class UnknownStorageScopeError(CacheError):
+    """The storage scope is not one of the known scopes."""
+
+
+class BufferWrittenByBlockError(CacheError):
+    """cache_read: the block also writes the buffer it should read through a cache."""
+
+
+class ParameterBufferError(CacheError):
+    """set_scope: the buffer is a parameter of the function, not an alloc_buffer."""
+
+
+class BufferNotAccessedError(LayoutError):
+    """transform_layout: the block does not access a buffer of that name."""
+
+
+class NotParamOrAllocError(LayoutError):
+    """transform_layout: the buffer is neither a parameter nor an alloc_buffer (e.g. a
+    match_buffer view)."""
+
+
+class NonCompactBufferError(LayoutError):
+    """transform_layout: the buffer has explicit strides."""
+
+
+class IndexMapArityError(LayoutError):
+    """transform_layout: the index map takes a different number of arguments than the buffer has
+    dimensions."""
+
+
+class NegativeIndexError(LayoutError):
+    """transform_layout: the index map can give a negative index."""
+
+
+class UnboundedIndexError(LayoutError):
+    """transform_layout: an output of the index map cannot be bounded over the buffer's shape."""
+
+
+class NotInjectiveError(LayoutError):
+    """transform_layout: the index map sends two elements to the same place."""
+
+
+class BufferHasViewsError(LayoutError):
+    """transform_layout: the buffer is the source of a match_buffer view."""
+
+
+# -- decompose_reduction / rfactor --------------------------------------------------------------
 
 class NotReductionBlockError(ScheduleError):
     """The primitive needs a reduction block (one with reduce iterators and an init)."""
 
 
-class CacheError(ScheduleError):
-    """cache_read/cache_write/set_scope got a buffer index or scope that does not apply."""
+class LoopHeightError(ScheduleError):
+    """decompose_reduction's loop lies inside a loop that a reduce iterator of the block uses,
+    so the init would run more than once per output element."""
 
 
-class LayoutError(ScheduleError):
-    """transform_layout got an index map that does not fit the buffer."""
+class RepeatedIterationError(ScheduleError):
+    """The loops between the place and a block visit some of its iterations more than once, so
+    hoisting its init there would make its update accumulate again."""
+
+
+class LoopHoldsOtherBlocksError(RFactorError):
+    """rfactor: the loop, or an outer loop feeding the reduction, holds blocks other than the
+    reduction block."""
+
+
+class NotSingleReduceIterError(RFactorError):
+    """rfactor: the loop does not feed exactly one iterator of the block, a reduce iterator."""
+
+
+class ReducerNotRecognizedError(RFactorError):
+    """rfactor: the block is not ``x = x op e`` (op one of +, *, max, min) with op's identity as
+    init."""
+
+
+class FactorAxisOutOfRangeError(RFactorError):
+    """rfactor: factor_axis is not a dimension of the rfactor buffer."""
+
+
+# -- blockize / tensorize -----------------------------------------------------------------------
+
+class NotSingleBlockChainError(BlockizeError):
+    """Under the loop there is not a chain of loops ending in a single block."""
+
+
+class NotDivisibleError(BlockizeError):
+    """A binding of the block does not divide into an outer part and an inner part using only the
+    loops under the blockized loop (``outer * c + inner``)."""
 
 
 class TensorizeError(ScheduleError):
@@ -103,24 +359,5 @@ class UnknownTensorIntrinError(TensorizeError):
     """tensorize was given a name no TensorIntrin is registered under."""
 
 
-class NumericsChangedError(ScheduleError):
-    """check_numerics=True found that a step changed the program's results."""
-
-
-class LoopHeightError(ScheduleError):
-    """decompose_reduction's loop lies inside a loop that a reduce iterator of the block uses,
-    so the init would run more than once per output element."""
-
-
-class RFactorError(ScheduleError):
-    """rfactor's loop is not bound to exactly one reduce iterator, or the block is not a
-    recognised reduction (x = x + e, x * e, max, min, with the matching identity as init)."""
-
-
-class BlockizeError(ScheduleError):
-    """The subtree under the loop cannot be wrapped in an outer block (not a single block under a
-    chain of loops, or a binding that does not divide into an outer and an inner part)."""
-
-
-class InvalidDecisionError(ScheduleError):
-    """A decision given for a sampling instruction (e.g. by trace replay) does not fit."""
+__all__ = sorted(name for name, value in dict(globals()).items()
+                 if isinstance(value, type) and issubclass(value, ScheduleError))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -9,6 +10,7 @@ import numpy as np
 from ...ir.module import IRModule
 from .. import stmt as S
 from ..function import PrimFunc
+from ..verify import VerifyError, verify
 from . import errors
 from .instruction import instruction
 from .lookup import FuncIndex, child_blocks, replace_stmts
@@ -24,7 +26,14 @@ class Step:
 
 
 class ScheduleBase:
-    """State, handles and queries. The primitives live in mixins, one file per family."""
+    """State, handles and queries. The primitives live in mixins, one file per family.
+
+    ``check_numerics=True`` runs the program after every step and raises NumericsChangedError
+    when a step changed its results. ``debug_mask`` ("all" or a non-zero int, as in TVM, where
+    the bits pick checks; here every value turns on the one check there is) verifies the module
+    when the schedule is created and after every step, and names the step that broke it; None
+    follows the MLC_LAB_DEBUG environment variable, 0 turns it off.
+    """
 
     def __init__(self, mod, *, seed: int | None = None, check_numerics: bool = False,
                  debug_mask=None):
@@ -32,6 +41,9 @@ class ScheduleBase:
             mod = IRModule({"main": mod})
         if not isinstance(mod, IRModule):
             raise TypeError(f"tir.Schedule expects an IRModule or PrimFunc, got {type(mod).__name__}")
+        self.verify_steps = _verify_steps(debug_mask)
+        if self.verify_steps:
+            verify(mod)
         self._mod = mod
         self.trace = Trace()
         self.history: list[Step] = [Step("# initial module", mod)]
@@ -72,7 +84,14 @@ class ScheduleBase:
         return FuncIndex(self._mod[func_name])
 
     def _update(self, func_name: str, new_func: PrimFunc, primitive: str) -> None:
-        """Install ``new_func``; with check_numerics, first prove it computes the same results."""
+        """Install ``new_func``; in debug mode first verify it, with check_numerics first prove it
+        computes the same results."""
+        if self.verify_steps:
+            try:
+                verify(new_func)
+            except VerifyError as err:
+                raise VerifyError(f"sch.{primitive} produced ill-formed IR: {err}", err.func_name,
+                                  err.node, err.rule) from None
         if self.check_numerics:
             self._check_numerics(func_name, new_func, primitive)
         self._mod = self._mod.with_function(func_name, new_func)
@@ -306,3 +325,13 @@ class ScheduleBase:
             raise errors.NumericsChangedError(
                 primitive, f"after this step function {func_name} computes different results: "
                 f"{problem}", new_func, func_name=func_name)
+
+
+def _verify_steps(debug_mask) -> bool:
+    if debug_mask is None:
+        return os.environ.get("MLC_LAB_DEBUG", "") not in ("", "0")
+    if debug_mask == "all":
+        return True
+    if isinstance(debug_mask, int) and not isinstance(debug_mask, bool):
+        return debug_mask != 0
+    raise TypeError(f"tir.Schedule: debug_mask expects \"all\", an int or None, got {debug_mask!r}")

@@ -111,7 +111,11 @@ class Trace:
     # -- replay ----------------------------------------------------------------------------
     def apply_to_schedule(self, sch, remove_postproc: bool = False, decisions: dict | None = None):
         """Replay every instruction on ``sch``; ``decisions`` maps instruction index -> a new
-        decision for sampling instructions."""
+        decision for sampling instructions.
+
+        ``remove_postproc`` is accepted for compatibility with TVM, where it drops the
+        postprocessing instructions a tuner appends; mlc_lab traces hold only primitives and
+        sampling decisions, so there is nothing to drop and either value replays the same."""
         rv_map: dict = {}
 
         def dec(v):

@@ -37,7 +37,7 @@ class BlockizePrimitives:
         Parameters: target (LoopRV); preserve_unit_iters (bool: when False, loops of extent 1
         are treated as the constant 0 in the bindings).
         Returns: the new outer block (BlockRV).
-        Raises: BlockizeError.
+        Raises (all BlockizeError): NotSingleBlockChainError, NotDivisibleError.
 
         Example:
 
@@ -162,7 +162,7 @@ def _blockize(loop: S.For, index, func, preserve_unit_iters: bool, primitive: st
         loops.append(node)
         node = node.body
     if not isinstance(node, S.BlockRealize):
-        raise errors.BlockizeError(
+        raise errors.NotSingleBlockChainError(
             primitive, f"under loop {loop.loop_var.name} there must be a chain of loops ending in a "
             f"single block; found {_describe(node)}", func, [loop])
     realize, block = node, node.block
@@ -176,7 +176,7 @@ def _blockize(loop: S.For, index, func, preserve_unit_iters: bool, primitive: st
             value = simplify(substitute(value, unit))
         parts = _divide(iv, simplify(value), inner_vars, ranges)
         if parts is None:
-            raise errors.BlockizeError(
+            raise errors.NotDivisibleError(
                 primitive, f'the binding {iv.var.name} = {value} of block "{block.name_hint}" cannot '
                 f"be divided into outer * c + inner with the inner part using only the loops under "
                 f"loop {loop.loop_var.name} ({', '.join(lp.loop_var.name for lp in loops)})",

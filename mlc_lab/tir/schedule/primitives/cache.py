@@ -34,7 +34,8 @@ class CachePrimitives:
 
         Parameters: block (BlockRV), read_buffer_index (int), storage_scope (str).
         Returns: the copy block.
-        Raises: CacheError.
+        Raises (all CacheError): BufferIndexOutOfRangeError, UnknownStorageScopeError,
+        BufferWrittenByBlockError.
 
         Example:
 
@@ -72,7 +73,7 @@ class CachePrimitives:
         _check_scope(storage_scope, primitive, func, realize)
         name = realize.block.name_hint
         if any(w.buffer is buffer for w in realize.block.writes):
-            raise errors.CacheError(
+            raise errors.BufferWrittenByBlockError(
                 primitive, f'block "{name}" both reads and writes buffer {buffer.name}; cache_read '
                 "only redirects reads, use cache_write for a buffer the block writes",
                 func, [realize.block])
@@ -106,7 +107,8 @@ class CachePrimitives:
 
         Parameters: block (BlockRV), write_buffer_index (int), storage_scope (str).
         Returns: the write-back block.
-        Raises: CacheError.
+        Raises (all CacheError): BufferIndexOutOfRangeError, UnknownStorageScopeError,
+        NotSingleWriterError, NotCompleteOrReductionBlockError.
 
         Example:
 
@@ -146,13 +148,13 @@ class CachePrimitives:
         scope = index.parent_block(realize)
         others = [r for r in writers_in_scope(scope, buffer) if r is not realize]
         if others:
-            raise errors.CacheError(
+            raise errors.NotSingleWriterError(
                 primitive, f'block "{name}" is not the only writer of buffer {buffer.name} (also '
                 f'written by {", ".join(repr(r.block.name_hint) for r in others)}); cache_write '
                 "needs the only writer (apply it before decompose_reduction)",
                 func, [realize.block] + [r.block for r in others])
         if any(r.buffer is buffer for r in realize.block.reads):
-            raise errors.CacheError(
+            raise errors.NotCompleteOrReductionBlockError(
                 primitive, f'block "{name}" reads buffer {buffer.name}, which it also writes, without '
                 "being a reduction with T.init; the cache would be read before it is written",
                 func, [realize.block])
@@ -176,7 +178,8 @@ class CachePrimitives:
         a known storage scope.
 
         Parameters: block (BlockRV), buffer_index (int), storage_scope (str).
-        Raises: CacheError.
+        Raises (all CacheError): BufferIndexOutOfRangeError, UnknownStorageScopeError,
+        ParameterBufferError.
 
         Example:
 
@@ -205,7 +208,7 @@ class CachePrimitives:
                       if isinstance(r, S.BlockRealize)
                       and any(b is buffer for b in r.block.alloc_buffers)), None)
         if owner is None:
-            raise errors.CacheError(
+            raise errors.ParameterBufferError(
                 primitive, f"buffer {buffer.name} is a parameter of function {func_name}, not an "
                 "alloc_buffer; only buffers allocated inside the function can change scope",
                 func, [realize.block])
@@ -365,7 +368,7 @@ def _nth_buffer(realize, index, kind: str, primitive: str, func):
     regions = realize.block.reads if kind == "read" else realize.block.writes
     if not 0 <= index < len(regions):
         names = ", ".join(r.buffer.name for r in regions) or "none"
-        raise errors.CacheError(
+        raise errors.BufferIndexOutOfRangeError(
             primitive, f'block "{realize.block.name_hint}" {kind}s {len(regions)} buffer(s) '
             f"({names}); {kind} buffer index {index} is out of range", func, [realize.block])
     return regions[index].buffer
@@ -376,7 +379,7 @@ def _check_scope(storage_scope, primitive: str, func, realize) -> None:
         raise TypeError(f"sch.{primitive}: parameter 'storage_scope' expects a str such as "
                         f"'shared', got {type(storage_scope).__name__}: {storage_scope!r}")
     if storage_scope not in SCOPES:
-        raise errors.CacheError(
+        raise errors.UnknownStorageScopeError(
             primitive, f"unknown storage scope {storage_scope!r}; use one of "
             f"{', '.join(repr(s) for s in SCOPES)}", func, [realize.block])
 

@@ -3,6 +3,7 @@ ranges, block classification."""
 from __future__ import annotations
 
 from ....arith import simplify
+from .. import errors
 from ... import expr as E
 from ... import stmt as S
 from ...stmt_functor import Substitute, uses_var
@@ -82,8 +83,9 @@ def is_reduction_block(block: S.Block) -> bool:
     return block.init is not None and any(iv.iter_type == "reduce" for iv in block.iter_vars)
 
 
-def dataflow_violation(realize, scope_realize) -> str | None:
-    """Why ``realize`` is neither a complete nor a reduction block in its scope, or None.
+def dataflow_violation(realize, scope_realize) -> tuple[type, str] | None:
+    """(the error class of the broken rule, why) when ``realize`` is neither a complete nor a
+    reduction block in its scope, or None.
 
     Complete: only spatial iterators, sole writer of its outputs, does not read what it writes.
     Reduction: has an init, and is the sole writer of its outputs.
@@ -94,17 +96,20 @@ def dataflow_violation(realize, scope_realize) -> str | None:
                   and w.buffer not in [b for b in r.block.alloc_buffers]]
         if others:
             names = ", ".join(f'"{r.block.name_hint}"' for r in others)
-            return (f'block "{block.name_hint}" is not the only writer of buffer {w.buffer.name} '
-                    f"(also written by {names})")
+            return errors.NotSingleWriterError, (
+                f'block "{block.name_hint}" is not the only writer of buffer {w.buffer.name} '
+                f"(also written by {names})")
     if is_reduction_block(block):
         return None
     if any(iv.iter_type != "spatial" for iv in block.iter_vars):
-        return (f'block "{block.name_hint}" has reduce iterators but no init, so it is not a '
-                "complete reduction")
+        return errors.NotCompleteOrReductionBlockError, (
+            f'block "{block.name_hint}" has reduce iterators but no init, so it is not a '
+            "complete reduction")
     written = {id(w.buffer) for w in block.writes}
     for r in block.reads:
         if id(r.buffer) in written:
-            return f'block "{block.name_hint}" reads buffer {r.buffer.name}, which it also writes'
+            return errors.NotCompleteOrReductionBlockError, (
+                f'block "{block.name_hint}" reads buffer {r.buffer.name}, which it also writes')
     return None
 
 

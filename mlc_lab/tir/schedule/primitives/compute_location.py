@@ -39,7 +39,10 @@ class ComputeLocationPrimitives:
         Parameters: block (BlockRV), loop (LoopRV), preserve_unit_loops (keep loops of extent
         1), index (where in the loop body: -1 before the first consumer, -2 right after the
         last producer, or a position in between).
-        Raises: ComputeAtError.
+        Raises (all ComputeAtError): NotInSameScopeError, RootBlockError, LoopInsideBlockError,
+        LoopEnclosesBlockError, NotSingleWriterError, NotCompleteOrReductionBlockError,
+        OutputBlockError, NotAllRequiredBlocksVisitedError, ProducerAfterConsumerError,
+        InvalidIndexError.
 
         Example:
 
@@ -92,7 +95,8 @@ class ComputeLocationPrimitives:
 
         Parameters: block (BlockRV), loop (LoopRV), preserve_unit_loops (keep loops of extent
         1), index (as in compute_at).
-        Raises: ComputeAtError.
+        Raises (all ComputeAtError): as compute_at (except OutputBlockError), and
+        ConsumerBeforeLoopError, ReductionNotFinishedError, RegionNotCoverableError.
 
         Example (the course's mm_relu):
 
@@ -147,34 +151,40 @@ class ComputeLocationPrimitives:
         func = self._func(func_name)
         name, loop_name = realize.block.name_hint, loop_node.loop_var.name
 
-        def fail(rule, *culprits):
-            raise errors.ComputeAtError(primitive, rule, func, culprits, func_name=func_name)
+        def fail(error, rule, *culprits):
+            raise error(primitive, rule, func, culprits, func_name=func_name)
 
         if loop_func != func_name:
-            raise errors.ComputeAtError(
+            raise errors.NotInSameScopeError(
                 primitive, f'block "{name}" is in function {func_name} but loop {loop_name} is in '
                 f"function {loop_func}", func, (realize.block,), func_name=func_name)
         scope = idx.parent_block(realize)
         if scope is None:
-            fail(f'block "{name}" is the root block; only blocks inside it can be moved',
+            fail(errors.RootBlockError,
+                 f'block "{name}" is the root block; only blocks inside it can be moved',
                  realize.block)
         if any(anc is realize for anc in idx.path(loop_node)):
-            fail(f'loop {loop_name} is inside block "{name}"; the block cannot move under its own '
+            fail(errors.LoopInsideBlockError,
+                 f'loop {loop_name} is inside block "{name}"; the block cannot move under its own '
                  "loop", loop_node, realize.block)
         if idx.parent_block(loop_node) is not scope:
-            fail(f'loop {loop_name} and block "{name}" are not in the same block scope',
+            fail(errors.NotInSameScopeError,
+                 f'loop {loop_name} and block "{name}" are not in the same block scope',
                  loop_node, realize.block)
         if any(anc is loop_node for anc in idx.path(realize)):
-            fail(f'loop {loop_name} already encloses block "{name}"; give a loop that does not '
+            fail(errors.LoopEnclosesBlockError,
+                 f'loop {loop_name} already encloses block "{name}"; give a loop that does not '
                  "enclose it (e.g. one of its consumers' loops)", loop_node, realize.block)
         problem = dataflow_violation(realize, scope)
         if problem:
-            fail(f"{problem}; only a complete or reduction block can be moved", realize.block)
+            error, why = problem
+            fail(error, f"{why}; only a complete or reduction block can be moved", realize.block)
         if forward:
             own = {id(b) for b in scope.block.alloc_buffers}
             for w in realize.block.writes:
                 if id(w.buffer) not in own:
-                    fail(f'block "{name}" writes buffer {w.buffer.name}, which is not allocated in '
+                    fail(errors.OutputBlockError,
+                         f'block "{name}" writes buffer {w.buffer.name}, which is not allocated in '
                          "its scope (an output of the function); an output block cannot be moved "
                          "under a consumer's loop", realize.block)
 
@@ -183,7 +193,8 @@ class ComputeLocationPrimitives:
         for other in needed:
             if not any(anc is loop_node for anc in idx.path(other)):
                 role = "consumer" if forward else "producer"
-                fail(f'loop {loop_name} does not enclose block "{other.block.name_hint}", a {role} '
+                fail(errors.NotAllRequiredBlocksVisitedError,
+                     f'loop {loop_name} does not enclose block "{other.block.name_hint}", a {role} '
                      f'of block "{name}"; {primitive} needs a loop around every {role}',
                      loop_node, other.block)
         if not forward:
@@ -192,7 +203,8 @@ class ComputeLocationPrimitives:
             for other in consumers:
                 outside = not any(anc is loop_node for anc in idx.path(other))
                 if outside and order[id(other)] < order[id(loop_node)]:
-                    fail(f'block "{other.block.name_hint}" consumes what block "{name}" writes but '
+                    fail(errors.ConsumerBeforeLoopError,
+                         f'block "{other.block.name_hint}" consumes what block "{name}" writes but '
                          f"runs before loop {loop_name}; it would read values not yet written",
                          loop_node, other.block)
         position = _insertion_point(loop_node, producers, consumers, index, fail)
@@ -216,7 +228,8 @@ class ComputeLocationPrimitives:
             domains = block_var_domains(realize.block, provided, required, known,
                                         cover_all=forward)
         except UncoverableRegion as e:
-            fail(f'block "{name}" reads a range of buffer {e.buffer.name} in each iteration (not '
+            fail(errors.RegionNotCoverableError,
+                 f'block "{name}" reads a range of buffer {e.buffer.name} in each iteration (not '
                  f"one element per iterator), so no set of its iterations uses exactly what the "
                  f"producers under loop {loop_name} write; compute_at the producers instead",
                  realize.block)
@@ -237,7 +250,8 @@ def _check_reduction_finished(idx, producer, loop: S.For, known: dict, fail) -> 
         full = Interval.of_range(iv.dom)
         if covered is None or not (_provably_equal(covered.lo, full.lo, known)
                                    and _provably_equal(covered.hi, full.hi, known)):
-            fail(f'block "{block.name_hint}" is a reduction whose iterator {iv.var.name} does not run '
+            fail(errors.ReductionNotFinishedError,
+                 f'block "{block.name_hint}" is a reduction whose iterator {iv.var.name} does not run '
                  f"over its whole domain inside loop {loop.loop_var.name}, so the values it has "
                  f"produced there are not final yet; choose a loop outside its reduce loops",
                  loop, block)
@@ -261,7 +275,8 @@ def _insertion_point(loop: S.For, producers, consumers, index: int, fail) -> int
             if any(b is c for c in consumers) and first_block is None:
                 first_consumer, first_block = k, b
     if last_producer >= first_consumer:
-        fail(f'under loop {loop.loop_var.name}, block "{last_block.block.name_hint}" (a producer) '
+        fail(errors.ProducerAfterConsumerError,
+             f'under loop {loop.loop_var.name}, block "{last_block.block.name_hint}" (a producer) '
              f'does not come before block "{first_block.block.name_hint}" (a consumer), so there is '
              "no place between them", loop, last_block.block, first_block.block)
     if index == -1:
@@ -269,7 +284,8 @@ def _insertion_point(loop: S.For, producers, consumers, index: int, fail) -> int
     if index == -2:
         return last_producer + 1
     if not last_producer < index <= first_consumer:
-        fail(f"index {index} is not a valid position in loop {loop.loop_var.name}: it must lie in "
+        fail(errors.InvalidIndexError,
+             f"index {index} is not a valid position in loop {loop.loop_var.name}: it must lie in "
              f"[{last_producer + 1}, {first_consumer}] (after the producers, before the consumers), "
              "or be -1 / -2", loop)
     return index

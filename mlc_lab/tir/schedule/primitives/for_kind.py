@@ -14,7 +14,7 @@ class ForKindPrimitives:
         func_name, node, index = self._resolve_loop(loop, primitive)
         func = self._func(func_name)
         if node.kind == "thread_binding" and primitive != "unroll":
-            raise errors.WrongLoopKindError(
+            raise errors.ThreadBoundLoopError(
                 primitive, f"loop {node.loop_var.name} is already bound to {node.thread_binding}",
                 func, [node])
         if kind != "unrolled":
@@ -22,7 +22,7 @@ class ForKindPrimitives:
         if kind == "parallel":
             _check_not_nested_in_parallel(node, index, func)
         if kind == "vectorized" and const_int(node.extent) is None:
-            raise errors.WrongLoopKindError(
+            raise errors.SymbolicExtentError(
                 primitive, f"loop {node.loop_var.name} has the symbolic extent {node.extent}; only "
                 "loops of constant extent can be vectorized", func, [node])
         new = node.replace(kind=kind, thread_binding=thread)
@@ -37,12 +37,12 @@ class ForKindPrimitives:
             problem = dataflow_violation(realize, scope) if scope is not None else None
             if problem:
                 raise errors.NotCompactDataflowError(
-                    primitive, f"{problem}; the dataflow under loop {node.loop_var.name} must be "
+                    primitive, f"{problem[1]}; the dataflow under loop {node.loop_var.name} must be "
                     "compact (apply this primitive before decompose_reduction or cache_write "
                     "splits the writers)", func, [node, realize.block])
             for iv, value in zip(realize.block.iter_vars, realize.iter_values):
                 if iv.iter_type != "spatial" and uses_var(value, node.loop_var):
-                    raise errors.WrongLoopKindError(
+                    raise errors.WrongBlockIterTypeError(
                         primitive, f"loop {node.loop_var.name} is bound to the reduce iterator "
                         f'{iv.var.name} of block "{realize.block.name_hint}"; only loops over '
                         "spatial iterators can be parallelised, vectorized or bound to threads",
@@ -55,7 +55,7 @@ class ForKindPrimitives:
         Requires: the blocks under the loop are complete or reduction blocks (sole writers of
         their outputs) and the loop only feeds their spatial iterators.
 
-        Raises: WrongLoopKindError, NotCompactDataflowError.
+        Raises: ThreadBoundLoopError, WrongBlockIterTypeError, NotCompactDataflowError.
 
         Example:
 
@@ -84,7 +84,8 @@ class ForKindPrimitives:
 
         Requires: as parallel, and a constant extent.
 
-        Raises: WrongLoopKindError, NotCompactDataflowError.
+        Raises: ThreadBoundLoopError, WrongBlockIterTypeError, SymbolicExtentError,
+        NotCompactDataflowError.
 
         Example:
 
@@ -109,7 +110,7 @@ class ForKindPrimitives:
         Requires: nothing beyond a live handle; unrolling is legal on any loop, reduction loops
         included, since it keeps the order of iterations.
 
-        Raises: InvalidHandleError, WrongLoopKindError (a loop bound to a thread).
+        Raises: InvalidHandleError.
 
         Example:
 
@@ -133,7 +134,8 @@ class ForKindPrimitives:
 
         Requires: as parallel; a known thread tag.
 
-        Raises: ThreadBindingError, WrongLoopKindError, NotCompactDataflowError.
+        Raises: ThreadBindingError, ThreadBoundLoopError, WrongBlockIterTypeError,
+        NotCompactDataflowError.
 
         Example:
 
@@ -194,7 +196,7 @@ class ForKindPrimitives:
 
         Requires: the annotation is there.
 
-        Raises: ScheduleError naming the missing key.
+        Raises: AnnotationNotFoundError naming the missing key.
 
         Example:
 
@@ -223,8 +225,9 @@ class ForKindPrimitives:
         annotations = dict(holder.annotations)
         if remove:
             if key not in annotations:
-                raise errors.ScheduleError(primitive, f"there is no annotation {key!r} to remove",
-                                           self._func(func_name), [holder])
+                raise errors.AnnotationNotFoundError(
+                    primitive, f"there is no annotation {key!r} to remove", self._func(func_name),
+                    [holder])
             del annotations[key]
         else:
             annotations[key] = value

@@ -30,7 +30,9 @@ class InlinePrimitives:
         through loads (not through match_buffer or opaque regions).
 
         Parameters: block (BlockRV).
-        Raises: InlineError.
+        Raises (all InlineError): NotCompleteBlockError, BodyNotSingleStoreError,
+        NotSingleWriterError, NotCompleteOrReductionBlockError, IndicesNotIteratorsError,
+        ValueUsesOtherIteratorError, OutputBlockError, OpaqueAccessError.
 
         Example:
 
@@ -64,30 +66,33 @@ class InlinePrimitives:
         producer = realize.block
         name = producer.name_hint
 
-        def fail(rule, *culprits):
-            raise errors.InlineError("compute_inline", f'cannot inline block "{name}": {rule}',
-                                     func, culprits or (producer,), func_name=func_name)
+        def fail(error, rule, *culprits):
+            raise error("compute_inline", f'cannot inline block "{name}": {rule}',
+                        func, culprits or (producer,), func_name=func_name)
 
         scope = _scope_of(idx, realize, fail)
         if producer.init is not None or any(iv.iter_type != "spatial" for iv in producer.iter_vars):
-            fail("it is a reduction block (it has reduce iterators or T.init); only a complete "
-                 "block B[v...] = expr can be inlined")
+            fail(errors.NotCompleteBlockError, "it is a reduction block (it has reduce iterators or "
+                 "T.init); only a complete block B[v...] = expr can be inlined")
         store = _single_store(producer, fail)
         buffer = store.buffer
         problem = dataflow_violation(realize, scope)
         if problem:
-            fail(problem)
+            fail(*problem)
         index_vars = _plain_iter_vars(store.indices, producer)
         if index_vars is None:
-            fail(f"the store indices of {buffer.name} are not distinct block iterators (they are "
+            fail(errors.IndicesNotIteratorsError,
+                 f"the store indices of {buffer.name} are not distinct block iterators (they are "
                  f"{', '.join(str(i) for i in store.indices)}), so loads cannot be mapped back to "
                  "iterations", store)
         others = [iv.var for iv in producer.iter_vars if all(iv.var is not v for v in index_vars)]
         if any(uses_var(store.value, v) for v in others):
-            fail(f"the stored value uses a block iterator that is not an index of {buffer.name}",
+            fail(errors.ValueUsesOtherIteratorError,
+                 f"the stored value uses a block iterator that is not an index of {buffer.name}",
                  store)
         if not _allocates(scope, buffer):
-            fail(f"it writes {buffer.name}, which is not allocated in its scope (an output of the "
+            fail(errors.OutputBlockError,
+                 f"it writes {buffer.name}, which is not allocated in its scope (an output of the "
                  "function); an output block cannot be inlined")
 
         body = _LoadInliner(buffer, index_vars, store.value).visit(scope.block.body)
@@ -109,7 +114,11 @@ class InlinePrimitives:
         the scope.
 
         Parameters: block (BlockRV).
-        Raises: InlineError.
+        Raises (all InlineError): NotCompleteBlockError, BodyNotSingleStoreError,
+        NotSingleWriterError, NotCompleteOrReductionBlockError, NotSingleIntermediateError,
+        NotSingleConsumerError, OutputBlockError, NonTrivialPredicateError,
+        InconsistentLoadIndicesError, IndicesNotIteratorsError, PartialConsumerError,
+        OpaqueAccessError.
 
         Example:
 
@@ -143,58 +152,68 @@ class InlinePrimitives:
         consumer = realize.block
         name = consumer.name_hint
 
-        def fail(rule, *culprits):
-            raise errors.InlineError("reverse_compute_inline",
-                                     f'cannot inline block "{name}" into its producer: {rule}',
-                                     func, culprits or (consumer,), func_name=func_name)
+        def fail(error, rule, *culprits):
+            raise error("reverse_compute_inline",
+                        f'cannot inline block "{name}" into its producer: {rule}',
+                        func, culprits or (consumer,), func_name=func_name)
 
         scope = _scope_of(idx, realize, fail)
         if consumer.init is not None or any(iv.iter_type != "spatial" for iv in consumer.iter_vars):
-            fail("it is a reduction block; only a complete block can be inlined")
+            fail(errors.NotCompleteBlockError,
+                 "it is a reduction block; only a complete block can be inlined")
         store = _single_store(consumer, fail)
         problem = dataflow_violation(realize, scope)
         if problem:
-            fail(problem)
+            fail(*problem)
         siblings = child_blocks(scope)
         buffer = _single_intermediate(consumer, realize, siblings, fail)
         producers = [b for b in idx.producers(realize) if any(w.buffer is buffer for w in b.block.writes)]
         if len(producers) != 1:
-            fail(f"buffer {buffer.name} has {len(producers)} producer blocks; it needs exactly one",
+            fail(errors.NotSingleWriterError,
+                 f"buffer {buffer.name} has {len(producers)} producer blocks; it needs exactly one",
                  *[p.block for p in producers])
         producer_realize = producers[0]
         producer = producer_realize.block
         if producer.init is not None or any(iv.iter_type != "spatial" for iv in producer.iter_vars):
-            fail(f'its producer "{producer.name_hint}" is a reduction block (it has T.init and '
+            fail(errors.NotCompleteBlockError,
+                 f'its producer "{producer.name_hint}" is a reduction block (it has T.init and '
                  "reduce iterators), whose value is only final after the last reduction step; only "
                  "a complete producer can take the consumer in (decompose_reduction first)",
                  producer, consumer)
         p_store = _single_store(producer, fail)
         if p_store.buffer is not buffer:
-            fail(f'the producer "{producer.name_hint}" does not store {buffer.name} in a single '
+            fail(errors.BodyNotSingleStoreError,
+                 f'the producer "{producer.name_hint}" does not store {buffer.name} in a single '
                  "statement", producer)
         for other in siblings:
             if other is not realize and other is not producer_realize and \
                     any(r.buffer is buffer for r in other.block.reads):
-                fail(f'block "{other.block.name_hint}" also reads {buffer.name}, which would no '
+                fail(errors.NotSingleConsumerError,
+                     f'block "{other.block.name_hint}" also reads {buffer.name}, which would no '
                      "longer be written", other.block)
         if not _allocates(scope, buffer):
-            fail(f"buffer {buffer.name} is not allocated in the scope (an output of the function) "
+            fail(errors.OutputBlockError,
+                 f"buffer {buffer.name} is not allocated in the scope (an output of the function) "
                  "and would no longer be written")
         if not (isinstance(realize.predicate, E.IntImm) and realize.predicate.value):
-            fail("it has a predicate (T.where), so it does not consume every element of "
+            fail(errors.NonTrivialPredicateError,
+                 "it has a predicate (T.where), so it does not consume every element of "
                  f"{buffer.name}", consumer)
         loads = [load for load in loads_in(store) if load.buffer is buffer]
         first = loads[0].indices
         if any(not _same_exprs(load.indices, first) for load in loads[1:]):
-            fail(f"it loads {buffer.name} at different indices", store)
+            fail(errors.InconsistentLoadIndicesError, f"it loads {buffer.name} at different indices",
+                 store)
         index_vars = _plain_iter_vars(first, consumer)
         if index_vars is None or len(index_vars) != len(consumer.iter_vars):
-            fail(f"it does not load {buffer.name} at its block iterators, each used once "
+            fail(errors.IndicesNotIteratorsError,
+                 f"it does not load {buffer.name} at its block iterators, each used once "
                  f"({buffer.name}[{', '.join(str(i) for i in first)}])", store)
         for var, dim in zip(index_vars, buffer.shape):
             iv = next(iv for iv in consumer.iter_vars if iv.var is var)
             if not (_is_zero(iv.dom.min) and _same_exprs((iv.dom.extent,), (dim,))):
-                fail(f"iterator {var.name} covers [{iv.dom.min}, {iv.dom.min} + {iv.dom.extent}) but "
+                fail(errors.PartialConsumerError,
+                     f"iterator {var.name} covers [{iv.dom.min}, {iv.dom.min} + {iv.dom.extent}) but "
                      f"{buffer.name} has extent {dim} there; the consumer must read all of it",
                      consumer)
 
@@ -213,17 +232,19 @@ class InlinePrimitives:
 def _scope_of(idx, realize, fail):
     scope = idx.parent_block(realize)
     if scope is None:
-        fail("it is the root block")
+        fail(errors.RootBlockError, "it is the root block")
     return scope
 
 
 def _single_store(block: S.Block, fail) -> S.BufferStore:
     if block.init is not None:
-        fail(f'block "{block.name_hint}" has an init (it is a reduction)', block)
+        fail(errors.NotCompleteBlockError,
+             f'block "{block.name_hint}" has an init (it is a reduction)', block)
     if not isinstance(block.body, S.BufferStore):
         what = "several statements" if isinstance(block.body, S.SeqStmt) else \
             f"a {type(block.body).__name__}"
-        fail(f'the body of block "{block.name_hint}" is {what}, not a single store '
+        fail(errors.BodyNotSingleStoreError,
+             f'the body of block "{block.name_hint}" is {what}, not a single store '
              "B[...] = value", block)
     return block.body
 
@@ -255,7 +276,8 @@ def _single_intermediate(consumer: S.Block, realize, siblings, fail):
             found.append(r.buffer)
     if len(found) != 1:
         names = ", ".join(b.name for b in found) or "none"
-        fail(f"it must read exactly one buffer written by another block of its scope, but reads "
+        fail(errors.NotSingleIntermediateError,
+             f"it must read exactly one buffer written by another block of its scope, but reads "
              f"{len(found)} ({names})")
     return found[0]
 
@@ -327,5 +349,6 @@ def _check_no_access_left(func, buffer, fail) -> None:
     use.visit(func.body)
     if use.users:
         names = ", ".join(f'"{b.name_hint}"' for b in use.users)
-        fail(f"block {names} still accesses {buffer.name} other than by loads (e.g. through "
+        fail(errors.OpaqueAccessError,
+             f"block {names} still accesses {buffer.name} other than by loads (e.g. through "
              "match_buffer or a declared region), so it cannot be inlined", use.users[0])

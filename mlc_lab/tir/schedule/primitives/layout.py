@@ -36,7 +36,9 @@ class LayoutPrimitives:
         non-negative bounded indices and sends different elements to different places.
 
         Parameters: block (BlockRV), buffer (tuple or str), index_map (lambda or str).
-        Raises: LayoutError.
+        Raises (all LayoutError): BufferNotAccessedError, BufferIndexOutOfRangeError,
+        NotParamOrAllocError, NonCompactBufferError, IndexMapArityError, NegativeIndexError,
+        UnboundedIndexError, NotInjectiveError, BufferHasViewsError.
 
         Example:
 
@@ -83,16 +85,17 @@ def _transform_layout(self, block, buffer, index_map):
     target = _resolve_buffer(realize, buffer, func, primitive)
     blk_name = realize.block.name_hint
     if not any(p is target for p in func.params) and not _is_allocated(func, target):
-        raise errors.LayoutError(
+        raise errors.NotParamOrAllocError(
             primitive, f"buffer {target.name} is neither a parameter nor an alloc_buffer (e.g. a "
             "match_buffer); only those can change layout", func, [realize.block])
     if target.strides:
-        raise errors.LayoutError(primitive, f"buffer {target.name} has explicit strides; "
-                                 "transform_layout needs a compact buffer", func, [realize.block])
+        raise errors.NonCompactBufferError(
+            primitive, f"buffer {target.name} has explicit strides; transform_layout needs a "
+            "compact buffer", func, [realize.block])
     fn = _compile_index_map(index_map)
     arity = len(inspect.signature(fn).parameters)
     if arity != target.ndim:
-        raise errors.LayoutError(
+        raise errors.IndexMapArityError(
             primitive, f"the index map {index_map} takes {arity} argument(s) but buffer "
             f"{target.name} (accessed by block \"{blk_name}\") has {target.ndim} dimension(s)",
             func, [realize.block])
@@ -103,27 +106,27 @@ def _transform_layout(self, block, buffer, index_map):
     for out in outputs:
         lo, hi = int_bound(out, domain)
         if lo is not None and lo < 0:
-            raise errors.LayoutError(
+            raise errors.NegativeIndexError(
                 primitive, f"the index map {index_map} gives {out}, which can be negative ({lo}) "
                 f"on buffer {target.name}", func, [realize.block])
         if hi is None:
             same = [d for v, d in zip(in_vars, target.shape) if out is v]
             if not same:
-                raise errors.LayoutError(
+                raise errors.UnboundedIndexError(
                     primitive, f"cannot bound {out} from the index map {index_map} over the shape "
                     f"of buffer {target.name}", func, [realize.block])
             new_shape.append(same[0])
         else:
             new_shape.append(E.const(hi + 1, out.dtype))
     if not _is_injective(fn, target.shape, new_shape):
-        raise errors.LayoutError(
+        raise errors.NotInjectiveError(
             primitive, f"the index map {index_map} sends two elements of buffer {target.name} to "
             "the same place; it must be one-to-one", func, [realize.block])
     new_buffer = target.replace(shape=tuple(new_shape))
     rewriter = _Relayout(target, new_buffer, in_vars, outputs)
     new_func = rewriter.visit(func)
     if rewriter.matched:
-        raise errors.LayoutError(
+        raise errors.BufferHasViewsError(
             primitive, f"buffer {target.name} is the source of a match_buffer; transform_layout "
             "cannot rewrite views of it", func, [realize.block])
     self._update(func_name, new_func, primitive)
@@ -238,7 +241,7 @@ def _resolve_buffer(realize, buffer, func, primitive):
             if b.name == buffer:
                 return b
         names = sorted({r.buffer.name for r in blk.reads + blk.writes})
-        raise errors.LayoutError(
+        raise errors.BufferNotAccessedError(
             primitive, f'block "{blk.name_hint}" does not access a buffer named {buffer!r} (it '
             f"accesses {', '.join(names) or 'none'})", func, [blk])
     if (not isinstance(buffer, (tuple, list)) or len(buffer) != 2 or buffer[0] not in ("read", "write")
@@ -248,7 +251,7 @@ def _resolve_buffer(realize, buffer, func, primitive):
     kind, n = buffer
     regions = blk.reads if kind == "read" else blk.writes
     if not 0 <= n < len(regions):
-        raise errors.LayoutError(
+        raise errors.BufferIndexOutOfRangeError(
             primitive, f'block "{blk.name_hint}" has {len(regions)} {kind} region(s); '
             f"{kind} index {n} is out of range", func, [blk])
     return regions[n].buffer

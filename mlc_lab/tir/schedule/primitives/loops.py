@@ -20,12 +20,15 @@ class LoopPrimitives:
         """Split a loop into nested loops whose extents are ``factors``.
 
         Requires: at most one factor is None (it is inferred as ceil(extent / product of the
-        others)); without a None, the factors multiply to the loop's extent. When the inferred
+        others)); without a None, the factors multiply to at least the loop's extent. When the
         split overshoots, the blocks under the loop get a ``T.where`` predicate.
 
-        Parameters: loop (LoopRV), factors (list of int or None).
+        Parameters: loop (LoopRV), factors (list of int or None), preserve_unit_iters (when
+        False, the new loops of extent 1 and the loops of extent 1 around them are replaced by
+        their only value in the bindings of the blocks below).
         Returns: the new loops, outermost first.
-        Raises: FactorError.
+        Raises: NonPositiveFactorError, TooManyInferredFactorsError, SymbolicExtentError,
+        WrongFactorProductError (all FactorError).
 
         Example:
 
@@ -46,7 +49,7 @@ class LoopPrimitives:
                 T.writes(B[vi])
                 B[vi] = A[vi] * T.float32(2)
         """
-        func_name, node, _ = self._resolve_loop(loop, "split")
+        func_name, node, index = self._resolve_loop(loop, "split")
         func = self._func(func_name)
         if not isinstance(factors, (list, tuple)) or not factors:
             raise TypeError(f"sch.split: parameter 'factors' expects a non-empty list of int/None, "
@@ -55,12 +58,13 @@ class LoopPrimitives:
         for f in factors:
             f = f.value if isinstance(f, E.IntImm) else f
             if f is not None and (not isinstance(f, int) or isinstance(f, bool) or f <= 0):
-                raise errors.FactorError("split", f"factor {f!r} is not a positive int or None",
-                                         func, [node])
+                raise errors.NonPositiveFactorError(
+                    "split", f"factor {f!r} is not a positive int or None", func, [node])
             values.append(f)
         if values.count(None) > 1:
-            raise errors.FactorError("split", f"factors {values} contain more than one None; "
-                                     "only one factor can be inferred", func, [node])
+            raise errors.TooManyInferredFactorsError(
+                "split", f"factors {values} contain more than one None; only one factor can be "
+                "inferred", func, [node])
         extent = const_int(simplify(node.extent))
         known = reduce(lambda a, b: a * b, [v for v in values if v is not None], 1)
         name = node.loop_var.name
@@ -75,10 +79,11 @@ class LoopPrimitives:
                     "split", f"the factors {values} cover {known} iterations but loop {name} has the "
                     f"symbolic extent {node.extent}, which may be larger; give one factor as None so "
                     "it is inferred from the extent", func, [node])
-        elif known != extent:
+        elif known < extent:
             raise errors.WrongFactorProductError(
                 "split", f"the factors {values} multiply to {known} but loop {name} has extent "
-                f"{extent}; make them multiply to {extent} or use None for one factor", func, [node])
+                f"{extent}; make them multiply to at least {extent} or use None for one factor",
+                func, [node])
         exact = extent is not None and reduce(lambda a, b: a * b, values, 1) == extent
         extents = [E.const(f, dtype) if isinstance(f, int) else f for f in values]
         new_vars = [E.Var(f"{name}_{k}", dtype) for k in range(len(values))]
@@ -94,6 +99,10 @@ class LoopPrimitives:
         if not exact and not (None in factors and known == 1):
             bound = node.extent if extent is None else E.const(extent, dtype)
             body = add_predicate(body, lambda _: simplify(fused_index - node.min, ranges) < bound)
+        if not preserve_unit_iters:
+            unit = _unit_loop_values(index, node)
+            unit.update({v: E.const(0, dtype) for v, f in zip(new_vars, values) if f == 1})
+            body = substitute_and_simplify(body, unit, ranges)
         for var, factor in reversed(list(zip(new_vars, extents))):
             body = S.For(var, E.const(0, dtype), factor, "serial", body)
         self._replace(func_name, {id(node): body}, "split")
@@ -104,11 +113,14 @@ class LoopPrimitives:
         """Fuse consecutive loops into one.
 
         Requires: at least one loop; each loop is the only statement in the body of the one
-        before it (directly nested, no other statements in between).
+        before it (directly nested, no other statements in between); every loop starts at 0 and
+        is not bound to a thread.
 
-        Parameters: loops (LoopRV, outermost first).
+        Parameters: loops (LoopRV, outermost first), preserve_unit_iters (when False and the
+        fused loop, or a loop around it, has extent 1, its variable is replaced by its only value
+        in the bindings of the blocks below).
         Returns: the fused loop.
-        Raises: NotAdjacentError.
+        Raises: NotOnlyChildError, LoopNotStartingAtZeroError, ThreadBoundLoopError.
 
         Example:
 
@@ -133,22 +145,22 @@ class LoopPrimitives:
         if not loops:
             raise TypeError("sch.fuse: give at least one loop")
         resolved = [self._resolve_loop(lp, "fuse", "loops") for lp in loops]
-        func_name = resolved[0][0]
+        func_name, _, index = resolved[0]
         func = self._func(func_name)
         nodes = [r[1] for r in resolved]
         for outer, inner in zip(nodes, nodes[1:]):
             if outer.body is not inner:
-                raise errors.NotAdjacentError(
+                raise errors.NotOnlyChildError(
                     "fuse", f"loop {inner.loop_var.name} is not the only statement directly inside "
                     f"loop {outer.loop_var.name}; fuse needs directly nested loops", func, [outer, inner])
         for n in nodes:
             if not (isinstance(n.min, E.IntImm) and n.min.value == 0):
-                raise errors.NotAdjacentError("fuse", f"loop {n.loop_var.name} does not start at 0",
-                                              func, [n])
+                raise errors.LoopNotStartingAtZeroError(
+                    "fuse", f"loop {n.loop_var.name} starts at {n.min}, not at 0", func, [n])
             if n.kind == "thread_binding":
-                raise errors.WrongLoopKindError("fuse", f"loop {n.loop_var.name} is bound to "
-                                                f"{n.thread_binding}; fuse loops before binding",
-                                                func, [n])
+                raise errors.ThreadBoundLoopError("fuse", f"loop {n.loop_var.name} is bound to "
+                                                  f"{n.thread_binding}; fuse loops before binding",
+                                                  func, [n])
         dtype = nodes[0].loop_var.dtype
         fused = E.Var("_".join(n.loop_var.name for n in nodes) + "_fused", dtype)
         extent = simplify(reduce(lambda a, b: a * b, [n.extent for n in nodes]))
@@ -160,6 +172,10 @@ class LoopPrimitives:
             mapping[n.loop_var] = value
             stride = simplify(stride * n.extent)
         ranges = {fused: S.Range(E.const(0, dtype), extent)}
+        if not preserve_unit_iters:
+            if const_int(extent) == 1:
+                mapping = {n.loop_var: n.min for n in nodes}
+            mapping.update(_unit_loop_values(index, nodes[0]))
         body = substitute_and_simplify(nodes[-1].body, mapping, ranges)
         new_loop = S.For(fused, E.const(0, dtype), extent, "serial", body)
         self._replace(func_name, {id(nodes[0]): new_loop}, "fuse")
@@ -174,7 +190,7 @@ class LoopPrimitives:
         other statements in between), no loop is given twice.
 
         Parameters: ordered_loops (LoopRV).
-        Raises: LoopsNotChainError, LoopNotAncestorError.
+        Raises: DuplicateLoopError, LoopNotAncestorError, NotOnlyChildError, DependentLoopError.
 
         Example:
 
@@ -202,7 +218,7 @@ class LoopPrimitives:
         func = self._func(func_name)
         nodes = [r[1] for r in resolved]
         if len({id(n) for n in nodes}) != len(nodes):
-            raise errors.LoopsNotChainError("reorder", "a loop is given more than once", func, nodes)
+            raise errors.DuplicateLoopError("reorder", "a loop is given more than once", func, nodes)
         by_depth = sorted(nodes, key=lambda n: len(index.path(n)))
         deepest = by_depth[-1]
         chain_above = index.path(deepest)
@@ -215,7 +231,7 @@ class LoopPrimitives:
         chain, cursor = [top], top
         while cursor is not deepest:
             if not isinstance(cursor.body, S.For):
-                raise errors.LoopsNotChainError(
+                raise errors.NotOnlyChildError(
                     "reorder", f"loop {cursor.loop_var.name} has more than one child or a block "
                     f"between it and loop {deepest.loop_var.name}; the loops must form a chain of "
                     "single-child loops", func, [cursor])
@@ -224,7 +240,7 @@ class LoopPrimitives:
         chain_vars = [c.loop_var for c in chain]
         for c in chain:
             if any(uses_var(c.min, v) or uses_var(c.extent, v) for v in chain_vars):
-                raise errors.LoopsNotChainError(
+                raise errors.DependentLoopError(
                     "reorder", f"the range of loop {c.loop_var.name} depends on another loop of the "
                     "chain", func, [c])
         given = iter(ordered_loops and nodes)
@@ -246,7 +262,12 @@ class LoopPrimitives:
         return None
 
 
-
-
 def _position(loops, loop) -> int:
     return next(k for k, x in enumerate(loops) if x is loop)
+
+
+def _unit_loop_values(index, loop: S.For) -> dict:
+    """Var -> its only value for the loops of extent 1 around ``loop``: what
+    preserve_unit_iters=False takes out of the bindings below."""
+    return {a.loop_var: a.min for a in index.path(loop)
+            if isinstance(a, S.For) and const_int(simplify(a.extent)) == 1}

@@ -1,6 +1,8 @@
 """Reductions: decompose_reduction (split off the init) and rfactor (reduce in two stages)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ....ir import structural_equal
@@ -128,7 +130,8 @@ class ReductionPrimitives:
 
         Parameters: loop (LoopRV), factor_axis (int, may be negative as in numpy).
         Returns: the rfactor block.
-        Raises: NotReductionBlockError, RFactorError.
+        Raises: NotReductionBlockError, and (all RFactorError) LoopHoldsOtherBlocksError,
+        NotSingleReduceIterError, ReducerNotRecognizedError, FactorAxisOutOfRangeError.
 
         Example:
 
@@ -172,10 +175,45 @@ class ReductionPrimitives:
         if not isinstance(factor_axis, int) or isinstance(factor_axis, bool):
             raise TypeError(f"sch.rfactor: parameter 'factor_axis' expects an int, got "
                             f"{type(factor_axis).__name__}: {factor_axis!r}")
+        site = _RFactorSite.validate(loop_node, index, func, factor_axis)
+        buffer = site.store.buffer
+        rf_buffer = buffer.replace(name=unique_name(f"{buffer.name}_rf", taken_buffer_names(func)),
+                                   shape=buffer.shape[:site.axis] + (loop_node.extent,)
+                                   + buffer.shape[site.axis:], strides=())
+        rf_realize = _rf_block(site, rf_buffer)
+        write_back = _write_back_block(site, rf_buffer)
+
+        top, scope = site.loops[site.top_pos], index.parent_block(site.realize)
+        new_top = StmtReplacer({id(site.realize): rf_realize}).visit(top)
+        new_body = replace_flat(scope.block.body, {id(top): S.seq(new_top, write_back)})
+        new_scope = scope.replace(block=scope.block.replace(
+            body=new_body, alloc_buffers=scope.block.alloc_buffers + (rf_buffer,)))
+        self._replace(func_name, {id(scope): new_scope}, primitive)
+        return self._block_rv(rf_realize, func_name)
+
+
+@dataclass
+class _RFactorSite:
+    """What rfactor works on, once checked: the reduction under ``loop``, the one reduce iterator
+    ``loop`` feeds, the update store and its combiner, the loops above the block (``top_pos``
+    indexes the outermost one holding only this block) and the rfactor buffer's new axis."""
+    loop: S.For
+    index: object
+    realize: S.BlockRealize
+    touched: S.IterVar
+    store: S.BufferStore
+    combine: object
+    loops: list
+    top_pos: int
+    axis: int
+
+    @staticmethod
+    def validate(loop_node: S.For, index, func, factor_axis: int) -> "_RFactorSite":
+        primitive = "rfactor"
         lname = loop_node.loop_var.name
         children = child_blocks(loop_node)
         if len(children) != 1:
-            raise errors.RFactorError(
+            raise errors.LoopHoldsOtherBlocksError(
                 primitive, f"loop {lname} holds {len(children)} blocks "
                 f"({', '.join(repr(r.block.name_hint) for r in children) or 'none'}); rfactor needs "
                 "a loop over a single reduction block", func, [loop_node])
@@ -191,94 +229,90 @@ class ReductionPrimitives:
         if spatial or len(touched) != 1:
             why = (f"feeds the spatial iterator(s) {', '.join(spatial)}" if spatial else
                    f"feeds {len(touched)} iterators" if touched else "feeds no iterator")
-            raise errors.RFactorError(
+            raise errors.NotSingleReduceIterError(
                 primitive, f'loop {lname} {why} of block "{blk.name_hint}"; rfactor needs a loop '
                 "that feeds exactly one reduce iterator", func, [loop_node, blk])
         store, combine = _match_reducer(blk, func, primitive)
-        buffer = store.buffer
         loops = index.loops_above(realize)
         top_pos = next(k for k, lp in enumerate(loops) if child_blocks(lp) == [realize])
         outer = first_loop_feeding_reduction(realize, loops[:top_pos])
         if outer is not None:
-            raise errors.RFactorError(
+            raise errors.LoopHoldsOtherBlocksError(
                 primitive, f"loop {outer.loop_var.name} feeds a reduce iterator of block "
                 f'"{blk.name_hint}" but also holds other blocks; rfactor needs the reduction '
                 "loops to hold only this block", func, [outer])
-        ndim = buffer.ndim
+        ndim = store.buffer.ndim
         if not -ndim - 1 <= factor_axis <= ndim:
-            raise errors.RFactorError(
+            raise errors.FactorAxisOutOfRangeError(
                 primitive, f"factor_axis {factor_axis} is out of range for the {ndim + 1}-d buffer "
-                f"{buffer.name}_rf (use {-ndim - 1} .. {ndim})", func, [loop_node])
-        axis = factor_axis % (ndim + 1)
-        scope = index.parent_block(realize)
-        rf_buffer = buffer.replace(name=unique_name(f"{buffer.name}_rf", taken_buffer_names(func)),
-                                   shape=buffer.shape[:axis] + (loop_node.extent,) + buffer.shape[axis:],
-                                   strides=())
+                f"{store.buffer.name}_rf (use {-ndim - 1} .. {ndim})", func, [loop_node])
+        return _RFactorSite(loop_node, index, realize, touched[0][0], store, combine, loops,
+                            top_pos, factor_axis % (ndim + 1))
 
-        # The rfactor block: loop becomes the spatial iterator v<loop>, the other loops feeding the
-        # touched reduce iterator get reduce iterators of their own.
-        loop_vars = {id(lp.loop_var): lp for lp in loops}
-        rf_var = E.Var(f"v{lname}", loop_node.loop_var.dtype)
-        block_of_loop = {loop_node.loop_var: rf_var}
-        iter_vars = [S.IterVar(rf_var, S.Range(loop_node.min, loop_node.extent), "spatial")]
-        values = [loop_node.loop_var]
-        var_map = {}
-        for iv, value in zip(blk.iter_vars, realize.iter_values):
-            if iv is not touched[0][0]:
-                iter_vars.append(iv)
-                values.append(value)
+
+def _rf_block(site: _RFactorSite, rf_buffer) -> S.BlockRealize:
+    """The rfactor block: ``loop`` becomes the spatial iterator v<loop>, the other loops feeding
+    the touched reduce iterator get reduce iterators of their own; it reduces into rf_buffer."""
+    loop_node, realize, blk = site.loop, site.realize, site.realize.block
+    loop_vars = {id(lp.loop_var): lp for lp in site.loops}
+    rf_var = E.Var(f"v{loop_node.loop_var.name}", loop_node.loop_var.dtype)
+    block_of_loop = {loop_node.loop_var: rf_var}
+    iter_vars = [S.IterVar(rf_var, S.Range(loop_node.min, loop_node.extent), "spatial")]
+    values = [loop_node.loop_var]
+    var_map = {}
+    for iv, value in zip(blk.iter_vars, realize.iter_values):
+        if iv is not site.touched:
+            iter_vars.append(iv)
+            values.append(value)
+            continue
+        for var in free_vars(value):
+            lp = loop_vars.get(id(var))
+            if lp is None or var in block_of_loop:
                 continue
-            for var in free_vars(value):
-                lp = loop_vars.get(id(var))
-                if lp is None or var in block_of_loop:
-                    continue
-                new = E.Var(f"v{var.name}", var.dtype)
-                block_of_loop[var] = new
-                iter_vars.append(S.IterVar(new, S.Range(lp.min, lp.extent), "reduce"))
-                values.append(var)
-            var_map[iv.var] = substitute(value, block_of_loop)
-        to_rf = _AddAxis(buffer, rf_buffer, axis, rf_var)
-        rf_block = blk.replace(name_hint=unique_block_name(index, f"{blk.name_hint}_rf"),
-                               iter_vars=tuple(iter_vars),
-                               body=to_rf.visit(substitute_and_simplify(blk.body, var_map)),
-                               init=to_rf.visit(substitute_and_simplify(blk.init, var_map)))
-        rf_block = _with_regions(rf_block)
-        rf_realize = S.BlockRealize(tuple(values), realize.predicate, rf_block)
+            new = E.Var(f"v{var.name}", var.dtype)
+            block_of_loop[var] = new
+            iter_vars.append(S.IterVar(new, S.Range(lp.min, lp.extent), "reduce"))
+            values.append(var)
+        var_map[iv.var] = substitute(value, block_of_loop)
+    to_rf = _AddAxis(site.store.buffer, rf_buffer, site.axis, rf_var)
+    rf_block = blk.replace(name_hint=unique_block_name(site.index, f"{blk.name_hint}_rf"),
+                           iter_vars=tuple(iter_vars),
+                           body=to_rf.visit(substitute_and_simplify(blk.body, var_map)),
+                           init=to_rf.visit(substitute_and_simplify(blk.init, var_map)))
+    return S.BlockRealize(tuple(values), realize.predicate, _with_regions(rf_block))
 
-        # The write-back block keeps the name: it reduces buffer_rf over v<loop> in new loops.
-        spatial_values = [v for iv, v in zip(blk.iter_vars, realize.iter_values) if iv.iter_type == "spatial"]
-        wb_loops = [lp for lp in loops[top_pos:] if lp is loop_node
-                    or any(uses_var(v, lp.loop_var) for v in spatial_values)]
-        loop_map = {lp.loop_var: E.Var(lp.loop_var.name, lp.loop_var.dtype) for lp in wb_loops}
-        wb_rf_var = E.Var(f"v{lname}", rf_var.dtype)
-        wb_iters = [S.IterVar(wb_rf_var, S.Range(loop_node.min, loop_node.extent), "reduce")]
-        wb_values = [loop_map[loop_node.loop_var]]
-        wb_map = {}
-        for iv, value in zip(blk.iter_vars, realize.iter_values):
-            if iv.iter_type == "spatial":
-                wb_map[iv.var] = E.Var(iv.var.name, iv.var.dtype)
-                wb_iters.append(iv.replace(var=wb_map[iv.var]))
-                wb_values.append(substitute(value, loop_map))
-        indices = tuple(substitute(i, wb_map) for i in store.indices)
-        rf_indices = indices[:axis] + (wb_rf_var,) + indices[axis:]
-        wb_body = S.BufferStore(buffer, combine(E.BufferLoad(buffer, indices),
-                                                E.BufferLoad(rf_buffer, rf_indices)), indices)
-        wb_block = _with_regions(S.Block(blk.name_hint, tuple(wb_iters), (), (), wb_body,
-                                         substitute_and_simplify(blk.init, wb_map), annotations=blk.annotations))
-        dropped = [lp.loop_var for lp in loops[top_pos:] if not any(lp is w for w in wb_loops)]
-        predicate = _keep_conjuncts(realize.predicate, lambda c: not any(uses_var(c, v) for v in dropped))
-        wb_stmt = S.BlockRealize(tuple(wb_values), substitute(predicate, loop_map), wb_block)
-        for lp in reversed(wb_loops):
-            wb_stmt = lp.replace(loop_var=loop_map[lp.loop_var], min=substitute(lp.min, loop_map),
-                                 extent=substitute(lp.extent, loop_map), body=wb_stmt)
 
-        top = loops[top_pos]
-        new_top = StmtReplacer({id(realize): rf_realize}).visit(top)
-        new_body = replace_flat(scope.block.body, {id(top): S.seq(new_top, wb_stmt)})
-        new_scope = scope.replace(block=scope.block.replace(
-            body=new_body, alloc_buffers=scope.block.alloc_buffers + (rf_buffer,)))
-        self._replace(func_name, {id(scope): new_scope}, primitive)
-        return self._block_rv(rf_realize, func_name)
+def _write_back_block(site: _RFactorSite, rf_buffer) -> S.Stmt:
+    """The write-back block keeps the reduction's name: in new copies of ``loop`` and of the loops
+    feeding its spatial iterators, it reduces rf_buffer over v<loop> into the original buffer."""
+    loop_node, realize, blk = site.loop, site.realize, site.realize.block
+    buffer, axis = site.store.buffer, site.axis
+    spatial_values = [v for iv, v in zip(blk.iter_vars, realize.iter_values) if iv.iter_type == "spatial"]
+    wb_loops = [lp for lp in site.loops[site.top_pos:] if lp is loop_node
+                or any(uses_var(v, lp.loop_var) for v in spatial_values)]
+    loop_map = {lp.loop_var: E.Var(lp.loop_var.name, lp.loop_var.dtype) for lp in wb_loops}
+    wb_rf_var = E.Var(f"v{loop_node.loop_var.name}", loop_node.loop_var.dtype)
+    wb_iters = [S.IterVar(wb_rf_var, S.Range(loop_node.min, loop_node.extent), "reduce")]
+    wb_values = [loop_map[loop_node.loop_var]]
+    wb_map = {}
+    for iv, value in zip(blk.iter_vars, realize.iter_values):
+        if iv.iter_type == "spatial":
+            wb_map[iv.var] = E.Var(iv.var.name, iv.var.dtype)
+            wb_iters.append(iv.replace(var=wb_map[iv.var]))
+            wb_values.append(substitute(value, loop_map))
+    indices = tuple(substitute(i, wb_map) for i in site.store.indices)
+    rf_indices = indices[:axis] + (wb_rf_var,) + indices[axis:]
+    wb_body = S.BufferStore(buffer, site.combine(E.BufferLoad(buffer, indices),
+                                                 E.BufferLoad(rf_buffer, rf_indices)), indices)
+    wb_block = _with_regions(S.Block(blk.name_hint, tuple(wb_iters), (), (), wb_body,
+                                     substitute_and_simplify(blk.init, wb_map), annotations=blk.annotations))
+    dropped = [lp.loop_var for lp in site.loops[site.top_pos:] if not any(lp is w for w in wb_loops)]
+    predicate = _keep_conjuncts(realize.predicate, lambda c: not any(uses_var(c, v) for v in dropped))
+    wb_stmt = S.BlockRealize(tuple(wb_values), substitute(predicate, loop_map), wb_block)
+    for lp in reversed(wb_loops):
+        wb_stmt = lp.replace(loop_var=loop_map[lp.loop_var], min=substitute(lp.min, loop_map),
+                             extent=substitute(lp.extent, loop_map), body=wb_stmt)
+    return wb_stmt
 
 
 def _with_regions(block: S.Block) -> S.Block:
@@ -324,7 +358,7 @@ def _match_reducer(blk, func, primitive):
                 problem = (f"its T.init does not store the identity of {op.__name__} "
                            f"to {store.buffer.name}[...]")
     if problem:
-        raise errors.RFactorError(
+        raise errors.ReducerNotRecognizedError(
             primitive, f'block "{blk.name_hint}" is not a reduction rfactor understands: {problem}',
             func, [blk])
     return store, lambda acc, part: op(acc, part)

@@ -30,7 +30,7 @@ class SamplingPrimitives:
         as trace replay passes it).
         Returns: a list of n ints, outermost first.
         Raises: InvalidDecisionError (a decision that does not multiply to the extent),
-        FactorError (symbolic extent).
+        SymbolicExtentError.
 
         Example:
 
@@ -63,9 +63,9 @@ class SamplingPrimitives:
         limit = None if max_innermost_factor in (None, -1) else max_innermost_factor
         extent = const_int(simplify(node.extent))
         if extent is None:
-            raise errors.FactorError("sample_perfect_tile", f"loop {node.loop_var.name} has the "
-                                     f"symbolic extent {node.extent}; only constant extents can be "
-                                     "tiled perfectly", func, [node])
+            raise errors.SymbolicExtentError(
+                "sample_perfect_tile", f"loop {node.loop_var.name} has the symbolic extent "
+                f"{node.extent}; only constant extents can be tiled perfectly", func, [node])
         if decision is not None:
             tiles = [int(t) for t in decision] if isinstance(decision, (list, tuple)) else None
             product = 1
