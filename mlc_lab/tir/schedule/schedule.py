@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import difflib
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..._env import debug_enabled
 from ...ir.module import IRModule
 from .. import stmt as S
 from ..function import PrimFunc
@@ -329,7 +329,7 @@ class ScheduleBase:
 
 def _verify_steps(debug_mask) -> bool:
     if debug_mask is None:
-        return os.environ.get("MLC_LAB_DEBUG", "") not in ("", "0")
+        return debug_enabled()
     if debug_mask == "all":
         return True
     if isinstance(debug_mask, int) and not isinstance(debug_mask, bool):
