@@ -103,6 +103,11 @@ class NumericsChangedError(ScheduleError):
     """check_numerics=True found that a step changed the program's results."""
 
 
+class RepeatedIterationError(ScheduleError):
+    """The loops between the place and a block visit some of its iterations more than once, so
+    hoisting its init there would make its update accumulate again."""
+
+
 class LoopHeightError(ScheduleError):
     """decompose_reduction's loop lies inside a loop that a reduce iterator of the block uses,
     so the init would run more than once per output element."""
