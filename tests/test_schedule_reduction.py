@@ -1,6 +1,10 @@
 """decompose_reduction and rfactor: expected IR, numerics, trace replay, errors, and the course's
 rule about the order of decompose_reduction and parallel/vectorize."""
+import numpy as np
 import pytest
+
+import mlc_lab
+from mlc_lab.tir.schedule import errors
 
 from mlc_lab import tir
 from mlc_lab.script import tir as T
@@ -276,3 +280,46 @@ def test_rfactor_loop_with_two_blocks():
                     '"B"', '"C"')
     sch.rfactor(k, 0)
     assert_schedule_ok(sch, two_blocks_one_loop)
+
+
+@T.prim_func
+def normalize_rows(A: T.Buffer((6, 25), "float32"), B: T.Buffer((6, 25), "float32")):
+    sm = T.alloc_buffer((6,), "float32")
+    for i, k in T.grid(6, 25):
+        with T.block("sm"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                sm[vi] = T.float32(0)
+            sm[vi] = sm[vi] + A[vi, vk]
+    for i, j in T.grid(6, 25):
+        with T.block("out"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] / sm[vi]
+
+
+def _row_sum_under_fused_consumer_loop():
+    sch = tir.Schedule(normalize_rows)
+    i, j = sch.get_loops(sch.get_block("out"))
+    fused = sch.fuse(i, j)
+    sch.compute_at(sch.get_block("sm"), fused, preserve_unit_loops=True)
+    return sch
+
+
+def test_decompose_reduction_refuses_to_hoist_the_init_above_a_loop_that_repeats_the_reduction():
+    sch = _row_sum_under_fused_consumer_loop()
+    sm = sch.get_block("sm")
+    before = sch.mod
+    with pytest.raises(errors.RepeatedIterationError):
+        sch.decompose_reduction(sm, sch.get_loops(sm)[0])
+    assert sch.mod is before
+
+
+def test_decompose_reduction_below_the_repeating_loop_keeps_numerics():
+    sch = _row_sum_under_fused_consumer_loop()
+    sm = sch.get_block("sm")
+    sch.decompose_reduction(sm, sch.get_loops(sm)[-1])
+    a = np.random.default_rng(0).uniform(1, 2, (6, 25)).astype("float32")
+    for target in ("python", "llvm"):
+        b = np.full((6, 25), np.nan, "float32")
+        mlc_lab.build(sch.mod, target=target)["main"](a, b)
+        np.testing.assert_allclose(b, a / a.sum(1, keepdims=True), rtol=1e-5)

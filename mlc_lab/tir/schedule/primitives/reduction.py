@@ -18,6 +18,7 @@ from ..lookup import StmtReplacer, child_blocks
 from ..rv import BlockRV
 from .cache import replace_flat, taken_buffer_names, unique_block_name, unique_name
 from .common import first_loop_feeding_reduction, is_reduction_block, substitute_and_simplify
+from .injective import repeated_points
 
 
 class ReductionPrimitives:
@@ -89,6 +90,15 @@ class ReductionPrimitives:
                 f'which feeds a reduce iterator of block "{blk.name_hint}"; the init would run '
                 f"on every iteration of {outer.loop_var.name}. Decompose at "
                 f"{outer.loop_var.name} or a loop above it", func, [loop_node, outer])
+        repeats = repeated_points(realize, loops[pos:], loops[:pos])
+        if repeats is not False:
+            how = ("visit some of its iterations more than once" if repeats else
+                   "cannot be shown to visit each of its iterations once")
+            raise errors.RepeatedIterationError(
+                primitive, f'the loops from {loop_node.loop_var.name} down to block "{blk.name_hint}" '
+                f"{how} (as after compute_at under a fused or split loop); with the init hoisted "
+                f"above {loop_node.loop_var.name} the update would accumulate again. Decompose at a "
+                "loop below the repeating one", func, [loop_node, blk])
         var_map, iter_vars, values = {}, [], []
         for iv, value in zip(blk.iter_vars, realize.iter_values):
             if iv.iter_type == "spatial":
