@@ -323,3 +323,50 @@ def test_decompose_reduction_below_the_repeating_loop_keeps_numerics():
         b = np.full((6, 25), np.nan, "float32")
         mlc_lab.build(sch.mod, target=target)["main"](a, b)
         np.testing.assert_allclose(b, a / a.sum(1, keepdims=True), rtol=1e-5)
+
+
+@T.prim_func
+def row_sum_10(A: T.Buffer((4, 10), "float32"), S: T.Buffer((4,), "float32")):
+    for i, k in T.grid(4, 10):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk]
+
+
+@pytest.mark.parametrize("target", ["python", "llvm"])
+def test_rfactor_of_a_non_divisible_split_writes_back_only_the_slots_it_fills(target):
+    sch = tir.Schedule(row_sum_10)
+    i, k = sch.get_loops(sch.get_block("S"))
+    ko, ki = sch.split(k, factors=[6, None])     # 12 iterations for 10: slot ko=5 stays empty
+    sch.rfactor(ko, factor_axis=0)
+    write_back = sch.mod.script().split('T.block("S")')[1]
+    assert "T.where(k_0 * 2 < 10)" in write_back
+    a = np.random.default_rng(0).standard_normal((4, 10)).astype("float32")
+    s = np.full(4, np.nan, "float32")
+    mlc_lab.build(sch.mod, target=target)["main"](a, s)
+    np.testing.assert_allclose(s, a.sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_rfactor_refuses_a_loop_nest_that_fuses_spatial_and_reduce_loops():
+    sch = tir.Schedule(row_sum_10)
+    i, k = sch.get_loops(sch.get_block("S"))
+    ko, ki = sch.split(k, factors=[5, 2])
+    sch.reorder(ko, i, ki)
+    sch.fuse(ko, i)
+    before = sch.mod
+    with pytest.raises(errors.MixedIterTypeLoopError):
+        sch.rfactor(ki, factor_axis=0)
+    assert sch.mod is before
+
+
+def test_rfactor_refuses_predicates_it_cannot_carry_to_the_write_back():
+    sch = tir.Schedule(row_sum_10)
+    i, k = sch.get_loops(sch.get_block("S"))
+    k0, k1 = sch.split(k, factors=[4, None])      # 4 x 3: k0 * 3 + k1 < 10
+    k10, k11 = sch.split(k1, factors=[2, None])   # 2 x 2: k10 * 2 + k11 < 3 as well
+    before = sch.mod
+    with pytest.raises(errors.PredicateNotFactorableError):
+        sch.rfactor(k0, factor_axis=0)
+    assert sch.mod is before

@@ -336,6 +336,11 @@ class ReducerNotRecognizedError(RFactorError):
     init."""
 
 
+class PredicateNotFactorableError(RFactorError):
+    """rfactor: the block's T.where constrains the factored loops in a way the write-back block
+    cannot be given."""
+
+
 class FactorAxisOutOfRangeError(RFactorError):
     """rfactor: factor_axis is not a dimension of the rfactor buffer."""
 

@@ -17,7 +17,9 @@ from ..instruction import instruction
 from ..lookup import StmtReplacer, child_blocks
 from ..rv import BlockRV
 from .cache import replace_flat, taken_buffer_names, unique_block_name, unique_name
-from .common import first_loop_feeding_reduction, is_reduction_block, substitute_and_simplify
+from .common import (first_loop_feeding_reduction, is_reduction_block, loop_iter_type,
+                     mixed_loop_of_reduction, substitute_and_simplify)
+from .region import relax
 from .injective import repeated_points
 
 
@@ -244,6 +246,12 @@ class _RFactorSite:
                 "that feeds exactly one reduce iterator", func, [loop_node, blk])
         store, combine = _match_reducer(blk, func, primitive)
         loops = index.loops_above(realize)
+        mixed = mixed_loop_of_reduction(loops, realize)
+        if mixed is not None:
+            raise errors.MixedIterTypeLoopError(
+                primitive, f'loop {mixed.loop_var.name} feeds both spatial and reduce iterators of '
+                f'block "{blk.name_hint}"; the rfactor block\'s init would run only for some of its '
+                "outputs. rfactor before fusing spatial and reduce loops", func, [mixed, blk])
         top_pos = next(k for k, lp in enumerate(loops) if child_blocks(lp) == [realize])
         outer = first_loop_feeding_reduction(realize, loops[:top_pos])
         if outer is not None:
@@ -256,6 +264,13 @@ class _RFactorSite:
             raise errors.FactorAxisOutOfRangeError(
                 primitive, f"factor_axis {factor_axis} is out of range for the {ndim + 1}-d buffer "
                 f"{store.buffer.name}_rf (use {-ndim - 1} .. {ndim})", func, [loop_node])
+        reduce_loops = {lp.loop_var: S.Range(lp.min, lp.extent) for lp in loops
+                        if lp is not loop_node and loop_iter_type(lp.loop_var, realize) == "reduce"}
+        if _slots_predicate(realize.predicate, reduce_loops) is None:
+            raise errors.PredicateNotFactorableError(
+                primitive, f'the T.where of block "{blk.name_hint}" constrains its reduce loops in a '
+                f"way rfactor cannot carry over to the write-back block (it needs comparisons, at "
+                f"most one of them on the loops other than {lname})", func, [blk])
         return _RFactorSite(loop_node, index, realize, touched[0][0], store, combine, loops,
                             top_pos, factor_axis % (ndim + 1))
 
@@ -316,8 +331,9 @@ def _write_back_block(site: _RFactorSite, rf_buffer) -> S.Stmt:
                                                  E.BufferLoad(rf_buffer, rf_indices)), indices)
     wb_block = _with_regions(S.Block(blk.name_hint, tuple(wb_iters), (), (), wb_body,
                                      substitute_and_simplify(blk.init, wb_map), annotations=blk.annotations))
-    dropped = [lp.loop_var for lp in site.loops[site.top_pos:] if not any(lp is w for w in wb_loops)]
-    predicate = _keep_conjuncts(realize.predicate, lambda c: not any(uses_var(c, v) for v in dropped))
+    dropped = {lp.loop_var: S.Range(lp.min, lp.extent) for lp in site.loops[site.top_pos:]
+               if not any(lp is w for w in wb_loops)}
+    predicate = _slots_predicate(realize.predicate, dropped)
     wb_stmt = S.BlockRealize(tuple(wb_values), substitute(predicate, loop_map), wb_block)
     for lp in reversed(wb_loops):
         wb_stmt = lp.replace(loop_var=loop_map[lp.loop_var], min=substitute(lp.min, loop_map),
@@ -336,12 +352,36 @@ def _conjuncts(cond) -> list:
     return [cond]
 
 
-def _keep_conjuncts(predicate, keep):
-    kept = [c for c in _conjuncts(predicate) if keep(c)]
+def _slots_predicate(predicate, dropped: dict):
+    """The predicate of the write-back block, which runs for every rf slot some iteration of the
+    ``dropped`` loops (Var -> Range) writes: conjuncts without them stay; the one that constrains
+    them (``e < b``, ``e <= b``, ``e > b``, ``e >= b``) holds when it holds for the most favourable
+    value of ``e`` over them. None when that cannot be expressed."""
+    kept, constraining = [], [c for c in _conjuncts(predicate) if uses_var(c, list(dropped))]
+    if len(constraining) > 1:
+        return None
+    for c in _conjuncts(predicate):
+        if not any(c is x for x in constraining):
+            kept.append(c)
+            continue
+        if not isinstance(c, (E.LT, E.LE, E.GT, E.GE)) or uses_var(c.b, list(dropped)):
+            return None
+        bounds = relax(c.a, dropped)
+        if bounds is None:
+            return None
+        kept.append(type(c)(bounds.lo if isinstance(c, (E.LT, E.LE)) else bounds.hi, c.b))
+    return _and_all(kept)
+
+
+def _and_all(conjuncts):
     out = E.IntImm("bool", 1)
-    for c in kept:
+    for c in conjuncts:
         out = c if isinstance(out, E.IntImm) else E.And(out, c)
     return out
+
+
+def _keep_conjuncts(predicate, keep):
+    return _and_all([c for c in _conjuncts(predicate) if keep(c)])
 
 
 _REDUCERS = {E.Add: 0, E.Mul: 1, E.Max: "min", E.Min: "max"}
