@@ -14,7 +14,7 @@ from mlc_lab.tir import transform
 from mlc_lab.tir.schedule import numerics
 from mlc_lab.tir.transform import (PASSES, LoweringError, flatten_buffer, lower, lower_blocks,
                                    lower_init_block, plan_and_compact_allocations, simplify,
-                                   unroll_loop, vectorize_loop, verify_lowered)
+                                   unroll_loop, vectorize_loop, verify_lowered, verify_memory)
 
 from corpus import CORPUS, mm_relu
 from test_course_sequences import matmul, vector_add, window_sum
@@ -487,3 +487,34 @@ def unrolled_big_body(A: T.Buffer((64, 128), "float32")):
 def test_unroll_loop_keeps_loops_whose_copies_exceed_the_statement_budget():
     # 64 copies of a 128-iteration loop is 8192 statements, over MAX_UNROLLED_STMTS.
     assert_same_ir(unroll_loop(unrolled_big_body), unrolled_big_body)
+
+
+def _flat_with_local_cache(index):
+    """A lowered function whose 8-element local buffer is written at ``index(i)`` for i < 8."""
+    A = tir.decl_buffer((8,), "float32", name="A")
+    i = tir.Var("i", "int32")
+    cache = tir.decl_buffer((8,), "float32", name="cache", scope="local")
+    body = tir.For(i, tir.const(0), tir.const(8), "serial",
+                   tir.BufferStore(cache, tir.BufferLoad(A, (i,)), (index(i),)))
+    body = tir.Allocate(cache, tir.SeqStmt((body, tir.BufferStore(A, tir.BufferLoad(cache, (tir.const(0),)),
+                                                                  (tir.const(0),)))))
+    return tir.PrimFunc([A], body).with_attr("tir.lowered", True)
+
+
+def test_verify_memory_proves_in_bounds_accesses_to_allocated_buffers():
+    assert verify_memory(_flat_with_local_cache(lambda i: i))
+
+
+def test_verify_memory_refuses_an_access_that_may_overrun_its_allocation():
+    with pytest.raises(tir.VerifyError, match=r"access to cache at i \+ 1 may fall outside its allocation of 8"):
+        verify_memory(_flat_with_local_cache(lambda i: i + 1))
+
+
+def test_verify_memory_accepts_an_overhang_guarded_by_an_if():
+    A = tir.decl_buffer((8,), "float32", name="A")
+    i = tir.Var("i", "int32")
+    cache = tir.decl_buffer((8,), "float32", name="cache", scope="local")
+    store = tir.BufferStore(cache, tir.BufferLoad(A, (i - 1,)), (i - 1,))
+    guarded = tir.IfThenElse(tir.And(i >= 1, i - 1 < 8), store)
+    body = tir.Allocate(cache, tir.For(i, tir.const(0), tir.const(10), "serial", guarded))
+    assert verify_memory(tir.PrimFunc([A], body).with_attr("tir.lowered", True))

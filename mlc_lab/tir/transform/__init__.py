@@ -11,8 +11,9 @@ from .simplify import simplify
 from .unroll_loop import unroll_loop
 from .vectorize_loop import vectorize_loop
 from .verify_lowered import verify_lowered
+from .verify_memory import verify_memory
 
 __all__ = ["PASSES", "REQUIRED", "STAGE_AFTER", "LoweringError", "PrimFuncPass", "flatten_buffer",
            "lower", "lower_blocks", "lower_init_block", "lowering_sequence",
            "plan_and_compact_allocations", "prim_func_pass", "simplify", "unroll_loop",
-           "vectorize_loop", "verify_lowered"]
+           "vectorize_loop", "verify_lowered", "verify_memory"]

@@ -16,6 +16,7 @@ from .simplify import simplify
 from .unroll_loop import unroll_loop
 from .vectorize_loop import vectorize_loop
 from .verify_lowered import verify_lowered
+from .verify_memory import verify_memory
 
 PASSES = [
     lower_init_block,
@@ -61,7 +62,8 @@ def lower(mod_or_func, debug: bool = False) -> IRModule:
     its global_symbol, else "main"). The input must pass ``tir.verify``. The passes run under the current PassContext, whose
     instruments see each of them. With ``debug=True`` (or MLC_LAB_DEBUG=1, or the context's
     ``config={"debug": True}``) the IR is verified after every pass and a failure names the pass
-    that broke it; the result is always checked against the lowered-IR contract."""
+    that broke it; the result is always checked against the lowered-IR contract, and every
+    access to a buffer it allocates is proved in bounds (``verify_memory``)."""
     if isinstance(mod_or_func, PrimFunc):
         mod = IRModule({mod_or_func.name or "main": mod_or_func})
     elif isinstance(mod_or_func, IRModule):
@@ -78,6 +80,7 @@ def lower(mod_or_func, debug: bool = False) -> IRModule:
     with ctx.with_config(debug=True) if debug else contextlib.nullcontext():
         mod = lowering_sequence()(mod)
     _check(mod, PASSES[-1].info.name, "flat")
+    verify_memory(mod)
     return mod
 
 
