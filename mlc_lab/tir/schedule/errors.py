@@ -118,5 +118,10 @@ class BlockizeError(ScheduleError):
     chain of loops, or a binding that does not divide into an outer and an inner part)."""
 
 
+class BlockizePredicateError(BlockizeError):
+    """The block's predicate mixes loops under the blockized loop with loops outside it that no
+    outer block iterator is bound to, so the inner block cannot express it."""
+
+
 class InvalidDecisionError(ScheduleError):
     """A decision given for a sampling instruction (e.g. by trace replay) does not fit."""
