@@ -1,6 +1,8 @@
 """blockize and tensorize: expected IR, numerics against the interpreter, trace replay, errors."""
+import numpy as np
 import pytest
 
+import mlc_lab
 from mlc_lab import tir
 from mlc_lab.ir import assert_structural_equal
 from mlc_lab.script import from_source
@@ -105,7 +107,8 @@ def test_blockize_keeps_predicate_on_inner_block():
     sch.blockize(i1)
     outer = sch.mod["main"].body.block.body.body
     assert outer.block.name_hint == "B_o" and outer.predicate.value == 1
-    assert outer.block.body.body.predicate.script() == "i_0 * 128 + i_1 < 300"
+    # written in the outer block's iterator, which code between the loops can see
+    assert outer.block.body.body.predicate.script() == "vi_o * 128 + i_1 < 300"
     verify(sch.mod)
     assert_same_numerics(vector_add_300, sch.mod["main"])
     assert_replays(sch, vector_add_300)
@@ -356,3 +359,79 @@ def test_register_checks_buffers():
         TensorIntrin.register("test_bad", mma_desc, mma_impl.replace(params=mma_impl.params[:2] + (small.params[0],)))
     with pytest.raises(ValueError, match="already registered"):
         TensorIntrin.register("test_mma_16x16x16", mma_desc, mma_impl)
+
+
+# -- relaxed bounds of symbolic extents --------------------------------------------------------------
+@T.prim_func
+def symbolic_add(a: T.handle, c: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    for i in range(n):
+        with T.block("C"):
+            vi = T.axis.spatial(n, i)
+            C[vi] = A[vi] + T.float32(1)
+
+
+@pytest.mark.parametrize("target", ["python", "llvm -bounds-check"])
+def test_blockize_relaxes_a_loop_of_symbolic_extent_symbolically(target):
+    sch = tir.Schedule(symbolic_add)
+    (i,) = sch.get_loops(sch.get_block("C"))
+    sch.blockize(i)
+    text = sch.mod.script()
+    assert "T.reads(A[T.int64(0):n])" in text and "T.writes(C[T.int64(0):n])" in text
+    verify(sch.mod)
+    assert_structural_equal(from_source(text), sch.mod)
+    assert_replays(sch, symbolic_add)
+    lib = mlc_lab.build(sch.mod, target=target)
+    for n in (1, 9):
+        a, c = np.arange(n, dtype="float32"), np.full(n, np.nan, "float32")
+        lib["main"](a, c)
+        np.testing.assert_array_equal(c, a + 1)
+
+
+# -- the inner predicate is written in what the outer block's body can see ---------------------------
+@T.prim_func
+def row_sum_30(A: T.Buffer((10, 30), "float32"), S: T.Buffer((10,), "float32")):
+    for i, k in T.grid(10, 30):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk]
+
+
+@pytest.mark.parametrize("target", ["python", "llvm", "llvm -bounds-check"])
+def test_blockize_predicate_uses_outer_iterators_not_outer_loops(target):
+    sch = tir.Schedule(row_sum_30)
+    _, k = sch.get_loops(sch.get_block("S"))
+    _, ki = sch.split(k, factors=[None, 8])
+    outer = sch.blockize(ki)
+    sch.decompose_reduction(outer, sch.get_loops(outer)[0])
+    text = sch.mod.script()
+    assert "T.where(vk_o * 8 + k_1 < 30)" in text
+    verify(sch.mod)
+    assert_structural_equal(from_source(text), sch.mod)
+    assert_replays(sch, row_sum_30)
+    a, s = np.random.rand(10, 30).astype("float32"), np.full(10, np.nan, "float32")
+    mlc_lab.build(sch.mod, target=target)["main"](a, s)
+    np.testing.assert_allclose(s, a.sum(1), rtol=1e-5)
+
+
+@T.prim_func
+def unpinned_predicate(A: T.Buffer((8, 8), "float32"), S: T.Buffer((8,), "float32")):
+    for i0, i1, k in T.grid(2, 4, 8):
+        with T.block("S"):
+            vi = T.axis.spatial(8, i0 * 4 + i1)
+            vk = T.axis.reduce(8, k)
+            T.where(i0 * 4 + i1 + k < 12)
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk]
+
+
+def test_blockize_predicate_on_outer_loops_no_iterator_is_bound_to():
+    sch = tir.Schedule(unpinned_predicate)
+    _, _, k = sch.get_loops(sch.get_block("S"))
+    unchanged_after(sch, lambda: sch.blockize(k), tir.schedule.BlockizePredicateError,
+                    "sch.blockize", '"S"', "i0, i1")

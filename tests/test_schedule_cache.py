@@ -1,6 +1,8 @@
 """cache_read, cache_write and set_scope: expected IR, numerics, trace replay, errors."""
+import numpy as np
 import pytest
 
+import mlc_lab
 from mlc_lab import tir
 from mlc_lab.script import tir as T
 from mlc_lab.tir.schedule.lookup import child_blocks
@@ -321,3 +323,71 @@ def test_wrong_argument_types():
         sch.cache_write(sch.get_block("Y"), "0", "local")
     with pytest.raises(TypeError, match="storage_scope"):
         sch.cache_read(sch.get_block("Y"), 0, 3)
+
+
+# -- the copy stage covers what the block touches under its site, never more than the buffer -------
+@T.prim_func
+def symbolic_add(a: T.handle, c: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    for i in range(n):
+        with T.block("C"):
+            vi = T.axis.spatial(n, i)
+            C[vi] = A[vi] + T.float32(1)
+
+
+@pytest.mark.parametrize("target", ["python", "llvm", "llvm -bounds-check"])
+@pytest.mark.parametrize("primitive", ["cache_read", "cache_write"])
+def test_cache_copy_stays_inside_a_symbolic_buffer(primitive, target):
+    sch = tir.Schedule(symbolic_add)
+    (i,) = sch.get_loops(sch.get_block("C"))
+    sch.split(i, factors=[None, 8])
+    getattr(sch, primitive)(sch.get_block("C"), 0, "global")
+    assert_schedule_ok(sch, symbolic_add, check_numerics=False)
+    lib = mlc_lab.build(sch.mod, target=target)
+    for n in (1, 7, 8, 17):
+        a, c = np.arange(n, dtype="float32"), np.full(n, np.nan, "float32")
+        lib["main"](a, c)
+        np.testing.assert_array_equal(c, a + 1)
+
+
+@T.prim_func
+def transpose_add(A: T.Buffer((16, 24), "float32"), b: T.Buffer((16,), "float32"),
+                  C: T.Buffer((24, 16), "float32")):
+    At = T.alloc_buffer((24, 16))
+    for i, j in T.grid(24, 16):
+        with T.block("At"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            At[vi, vj] = A[vj, vi]
+    for i, j in T.grid(24, 16):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = At[vi, vj] + b[vj]
+
+
+@pytest.mark.parametrize("target", ["python", "llvm", "llvm -bounds-check"])
+def test_cache_copy_under_a_guarded_tile_stays_inside_the_buffer(target):
+    sch = tir.Schedule(transpose_add)
+    _, j = sch.get_loops(sch.get_block("C"))
+    sch.compute_at(sch.get_block("At"), j)
+    sch.split(sch.get_loops(sch.get_block("C"))[1], factors=[None, 10])
+    sch.cache_write(sch.get_block("At"), 0, "local")
+    assert_schedule_ok(sch, transpose_add)
+    a, bias = np.random.rand(16, 24).astype("float32"), np.random.rand(16).astype("float32")
+    c = np.full((24, 16), np.nan, "float32")
+    mlc_lab.build(sch.mod, target=target)["main"](a, bias, c)
+    np.testing.assert_allclose(c, a.T + bias, rtol=1e-6)
+
+
+def test_cache_read_inside_the_consumer_loop_copies_only_what_one_iteration_reads():
+    sch = tir.Schedule(mm_relu)
+    c = sch.get_block("C")
+    _, j = sch.get_loops(c)
+    sch.compute_at(sch.get_block("Y"), j)
+    copy = sch.cache_read(c, 0, "local")
+    assert_schedule_ok(sch, mm_relu)
+    # one element per (i, j) iteration: a 1 x 1 nest under i, j, not the whole 128 x 128 buffer
+    assert len(sch.get_loops(copy)) == 4
+    assert "for ax0, ax1 in T.grid(1, 1):" in sch.mod.script()
+    assert sch.mod.script().count("T.grid(128, 128)") == 1

@@ -71,7 +71,9 @@ class _AccessCollector:
                     lo = substitute(rng.min, binding)
                     hi = substitute(rng.min + rng.extent - 1, binding)
                     lo_hi.append((relax_bound(lo, inner, lower=True), relax_bound(hi, inner, lower=False)))
-                target.append((region.buffer, [(lo, simplify(hi - lo + 1)) for lo, hi in lo_hi]))
+                # An unbounded side leaves the whole dimension (see _merge), as in relax_indices.
+                target.append((region.buffer, [(None, None) if lo is None or hi is None
+                                               else (lo, simplify(hi - lo + 1)) for lo, hi in lo_hi]))
         for v in realize.iter_values:
             self.visit(v, inner)
 
@@ -93,15 +95,24 @@ def relax_bound(e, inner: dict, lower: bool):
         return simplify(e)
     lin = linear_form(simplify(e))
     kept = Linear(const=lin.const)
+    symbolic = []   # coef * end of a loop whose range is symbolic (extent n: 0 .. n - 1)
     for key, (atom, coef) in lin.terms.items():
         if not uses_var(atom, inner):
             kept.terms[key] = (atom, coef)
             continue
         lo, hi = int_bound(atom, inner)
-        if lo is None or hi is None:
+        if lo is not None and hi is not None:
+            kept.const += coef * (lo if (coef > 0) == lower else hi)
+            continue
+        rng = inner.get(atom) if isinstance(atom, E.Var) else None
+        if rng is None or uses_var(rng.min, inner) or uses_var(rng.extent, inner):
             return None
-        kept.const += coef * (lo if (coef > 0) == lower else hi)
-    return from_linear(kept, e.dtype)
+        end = rng.min if (coef > 0) == lower else rng.min + rng.extent - 1
+        symbolic.append(end * E.const(coef, e.dtype))
+    out = from_linear(kept, e.dtype)
+    for term in symbolic:
+        out = out + term
+    return simplify(out)
 
 
 def _merge(accesses: list) -> tuple:

@@ -347,6 +347,12 @@ class FactorAxisOutOfRangeError(RFactorError):
 
 # -- blockize / tensorize -----------------------------------------------------------------------
 
+class BlockizePredicateError(BlockizeError):
+    """blockize: the block's T.where cannot be divided between the outer and the inner block (it
+    uses an outer loop no iterator is bound to, or mixes spatial and reduce iterators in a way
+    the outer init cannot keep)."""
+
+
 class NotSingleBlockChainError(BlockizeError):
     """Under the loop there is not a chain of loops ending in a single block."""
 

@@ -194,16 +194,17 @@ def _blockize(loop: S.For, index, func, preserve_unit_iters: bool, primitive: st
         inner_ivs.append(S.IterVar(var_i, inner_dom, iv.iter_type))
         inner_values.append(inner_value)
         sub[iv.var] = var_i if outer_extent == 1 else var_o * E.const(inner_dom.extent.value, dtype) + var_i
-    inner_predicate, outer_predicate = realize.predicate, E.IntImm("bool", 1)
-    if not any(uses_var(realize.predicate, lp.loop_var) for lp in loops):
-        inner_predicate, outer_predicate = outer_predicate, realize.predicate
+    inner_predicate, outer_predicate = _divide_predicate(
+        realize, loops, all_loops, outer_ivs, outer_values, func, primitive)
     inner_block = _substituted_block(block, sub, inner_ivs)
     inner = S.BlockRealize(tuple(inner_values), inner_predicate, inner_block)
     taken = set(index.blocks)
     init = None
     if block.init is not None:
+        reduce_ivs = [iv.var for iv in outer_ivs if iv.iter_type != "spatial"]
         init = _outer_init(substitute_and_simplify(block.init, sub), inner, loops,
-                           _unique_name(block.name_hint + "_init", taken))
+                           _unique_name(block.name_hint + "_init", taken), reduce_ivs,
+                           func, primitive)
     body = inner
     for lp in reversed(loops):
         body = lp.replace(body=body)
@@ -243,6 +244,62 @@ def _divide(iv: S.IterVar, value, inner_vars: set, ranges: dict):
     return outer_value, -(-dom_extent // c), inner_value, dom
 
 
+def _divide_predicate(realize, loops, all_loops, outer_ivs, outer_values, func, primitive):
+    """(inner, outer) predicates whose conjunction is the block's predicate. The conjuncts that use
+    no loop under the target go to the outer block; the others stay on the inner block, where a
+    loop outside the target must be replaced by the outer iterator bound to it: code placed
+    between the loops and the inner block (an init that decompose_reduction or compute_at moves)
+    cannot see those loops."""
+    inner_vars = {id(lp.loop_var) for lp in loops}
+    outer_loops = [lp.loop_var for lp in all_loops if id(lp.loop_var) not in inner_vars]
+    as_iter = {}
+    for iv, value in zip(outer_ivs, outer_values):
+        pinned = _loop_plus_offset(simplify(value), outer_loops)
+        if pinned is not None and pinned[0] not in as_iter:
+            as_iter[pinned[0]] = simplify(iv.var - pinned[1])
+    inner, outer = [], []
+    for cond in _conjuncts(realize.predicate):
+        if not any(uses_var(cond, lp.loop_var) for lp in loops):
+            outer.append(cond)
+            continue
+        cond = simplify(substitute(cond, as_iter))
+        left = [v for v in outer_loops if uses_var(cond, v)]
+        if left:
+            raise errors.BlockizePredicateError(
+                primitive, f'the predicate {realize.predicate} of block "{realize.block.name_hint}" '
+                f"uses the loops under the target together with loop(s) "
+                f"{', '.join(v.name for v in left)} outside it that no outer block iterator is "
+                "bound to, so the inner block cannot express it", func, [realize])
+        inner.append(cond)
+    return _conjunction(inner), _conjunction(outer)
+
+
+def _loop_plus_offset(value, loop_vars):
+    """(loop variable, offset) when ``value`` is ``loop + offset`` with a constant offset."""
+    lin = linear_form(value)
+    if len(lin.terms) != 1:
+        return None
+    ((atom, coef),) = lin.terms.values()
+    if coef != 1 or not any(atom is v for v in loop_vars):
+        return None
+    return atom, E.const(lin.const, value.dtype)
+
+
+def _conjuncts(cond) -> list:
+    if isinstance(cond, E.And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    if isinstance(cond, E.IntImm) and cond.value == 1:
+        return []
+    return [cond]
+
+
+def _conjunction(conds):
+    out = E.IntImm("bool", 1)
+    for cond in conds:
+        out = cond if isinstance(out, E.IntImm) else E.And(out, cond)
+    return out
+
+
 def _substituted_block(block: S.Block, sub: dict, inner_ivs: list) -> S.Block:
     """The inner block: new iterators, the original body in terms of them, no init. Without its
     init the block reads what it accumulates into, so its writes join its reads."""
@@ -257,23 +314,42 @@ def _substituted_block(block: S.Block, sub: dict, inner_ivs: list) -> S.Block:
     return new
 
 
-def _outer_init(init_body, inner: S.BlockRealize, loops: list, name: str) -> S.Stmt:
+def _outer_init(init_body, inner: S.BlockRealize, loops: list, name: str, reduce_ivs: list,
+                func, primitive: str) -> S.Stmt:
     """The outer block's init: the original init as a block over the inner spatial iterators it
-    uses, under serial copies of the loops those iterators (or the predicate) are bound to."""
+    uses, under serial copies of the loops those iterators (or the predicate) are bound to.
+
+    The init runs once per spatial point before any update (decompose_reduction hoists it above
+    the reduce loops), so its predicate keeps only the conjuncts of the inner predicate that use
+    no reduce iterator or reduce-only loop; a conjunct mixing both cannot be kept or dropped."""
     sub, ivs, values = {}, [], []
     for iv, value in zip(inner.block.iter_vars, inner.iter_values):
         if iv.iter_type == "spatial" and uses_var(init_body, iv.var):
             sub[iv.var] = E.Var(iv.var.name + "_init", iv.var.dtype)
             ivs.append(iv.replace(var=sub[iv.var]))
             values.append(value)
-    init_loops = [lp for lp in loops if uses_var(inner.predicate, lp.loop_var)
+    spatial = [lp.loop_var for lp in loops if any(
+        uses_var(v, lp.loop_var) for iv, v in zip(inner.block.iter_vars, inner.iter_values)
+        if iv.iter_type == "spatial")]
+    reduce_vars = reduce_ivs + [lp.loop_var for lp in loops if not any(lp.loop_var is v for v in spatial)]
+    kept = []
+    for cond in _conjuncts(inner.predicate):
+        if not uses_var(cond, reduce_vars):
+            kept.append(cond)
+        elif uses_var(cond, spatial + [iv.var for iv in inner.block.iter_vars]):
+            raise errors.BlockizePredicateError(
+                primitive, f'the predicate {inner.predicate} of block "{inner.block.name_hint}" '
+                f"mixes spatial and reduce iterators in {cond}; the outer block's init, which runs "
+                "before the reduction, cannot express it", func, [inner])
+    predicate = _conjunction(kept)
+    init_loops = [lp for lp in loops if uses_var(predicate, lp.loop_var)
                   or any(uses_var(v, lp.loop_var) for v in values)]
     for lp in init_loops:
         sub[lp.loop_var] = E.Var(lp.loop_var.name + "_init", lp.loop_var.dtype)
     subst = SimplifyingSubstitute(sub)
     block = S.Block(name, tuple(ivs), (), (), subst.visit(init_body))
     reads, writes = block_access_regions(block)
-    stmt = S.BlockRealize(tuple(subst.visit(v) for v in values), subst.visit(inner.predicate),
+    stmt = S.BlockRealize(tuple(subst.visit(v) for v in values), subst.visit(predicate),
                           block.replace(reads=reads, writes=writes))
     for lp in reversed(init_loops):
         stmt = S.For(sub[lp.loop_var], lp.min, lp.extent, "serial", stmt)

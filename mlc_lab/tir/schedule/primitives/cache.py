@@ -2,18 +2,18 @@
 next to an existing one (shared with the reduction primitives)."""
 from __future__ import annotations
 
-from ....arith import simplify
-from ...analysis import block_access_regions, relax_bound
+from ...analysis import block_access_regions
 from ...buffer import SCOPES, Buffer
 from ... import expr as E
 from ... import stmt as S
 from ...functor import StmtExprMutator
-from ...stmt_functor import post_order_visit, substitute
+from ...stmt_functor import post_order_visit
 from .. import errors
 from ..instruction import instruction
 from ..lookup import StmtReplacer
 from ..rv import BlockRV
 from .common import all_blocks_under, writers_in_scope
+from .region import Interval, block_var_domains, realize_over, relax_region
 
 
 class CachePrimitives:
@@ -81,12 +81,9 @@ class CachePrimitives:
         writers = writers_in_scope(scope, buffer)
         site = StageSite.find(scope, realize, lambda item: not _contains_any(item, writers))
         cache = _new_buffer(func, buffer, storage_scope)
-        if site.inner_loops:
-            region = _relaxed_region(realize, realize.block.reads[read_buffer_index], site.inner_loops)
-        else:
-            region = [(E.const(0, d.dtype), d) for d in buffer.shape]
+        region = site.relaxed_region(realize, realize.block.reads[read_buffer_index])
         copy_name = unique_block_name(index, cache.name)
-        copy = copy_stage(copy_name, buffer, cache, region)
+        copy = copy_stage(copy_name, buffer, cache, region, site.known())
         new_realize = swap_buffer(realize, buffer, cache)
         new_scope = site.insert(copy, new_realize, after=False, alloc=cache)
         self._replace(func_name, {id(scope): new_scope}, primitive)
@@ -162,9 +159,9 @@ class CachePrimitives:
             reg.buffer is buffer for reg in r.block.reads + r.block.writes)]
         site = StageSite.find(scope, realize, lambda item: not _contains_any(item, users))
         cache = _new_buffer(func, buffer, storage_scope)
-        region = _relaxed_region(realize, realize.block.writes[write_buffer_index], site.inner_loops)
+        region = site.relaxed_region(realize, realize.block.writes[write_buffer_index])
         copy_name = unique_block_name(index, cache.name)
-        copy = copy_stage(copy_name, cache, buffer, region)
+        copy = copy_stage(copy_name, cache, buffer, region, site.known())
         new_realize = swap_buffer(realize, buffer, cache)
         new_scope = site.insert(copy, new_realize, after=True, alloc=cache)
         self._replace(func_name, {id(scope): new_scope}, primitive)
@@ -230,6 +227,23 @@ class StageSite:
         self.item = path[0]
         self.target = path[-1]
         self.inner_loops = [s for s in path if isinstance(s, S.For)]
+
+    def known(self) -> dict:
+        """Var -> Range of what stays fixed while the new stage runs once: the scope block's
+        iterators and the loops between the scope and the site."""
+        ranges = {iv.var: iv.dom for iv in self.scope.block.iter_vars}
+        for stmt in stmt_path(self.scope.block.body, self.item)[:-1]:
+            if isinstance(stmt, S.For):
+                ranges[stmt.loop_var] = S.Range(stmt.min, stmt.extent)
+        return ranges
+
+    def relaxed_region(self, realize, region: S.BufferRegion) -> list:
+        """The part of ``region`` (in the iterators of ``realize``) that the target block touches
+        over all iterations of the loops under the site: one Interval, or None when it cannot be
+        bounded, per dimension; the outer loops stay symbolic."""
+        binding = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
+        inner = {loop.loop_var: S.Range(loop.min, loop.extent) for loop in self.inner_loops}
+        return relax_region(region, inner, self.known(), binding)
 
     @staticmethod
     def find(scope, target, accept) -> "StageSite":
@@ -308,9 +322,11 @@ def _contains_any(stmt, realizes) -> bool:
 
 
 # -- building the copy stage -------------------------------------------------------------------------
-def copy_stage(name: str, src, dst, region) -> S.For:
-    """``for ax...: with T.block(name): dst[v...] = src[v...]`` over ``region`` [(min, extent)]."""
-    loop_vars = [E.Var(f"ax{d}", extent.dtype) for d, (_, extent) in enumerate(region)]
+def copy_stage(name: str, src, dst, region, known: dict) -> S.Stmt:
+    """``for ax...: with T.block(name): dst[v...] = src[v...]`` over ``region`` (one Interval, or
+    None for the whole dimension, per dimension; variables in ``known``, Var -> Range, stay
+    symbolic). A region that may overhang the buffer is clipped to it, by a predicate where the
+    bound is symbolic, so the copy never touches an element outside the buffer."""
     iter_vars = tuple(S.IterVar(E.Var(f"v{d}", dim.dtype), S.Range(E.const(0, dim.dtype), dim))
                       for d, dim in enumerate(dst.shape))
     indices = tuple(iv.var for iv in iter_vars)
@@ -318,31 +334,10 @@ def copy_stage(name: str, src, dst, region) -> S.For:
     block = S.Block(name, iter_vars, (), (), body)
     reads, writes = block_access_regions(block)
     block = block.replace(reads=reads, writes=writes)
-    values = tuple(simplify(lo + v) for (lo, _), v in zip(region, loop_vars))
-    stmt = S.BlockRealize(values, E.IntImm("bool", 1), block)
-    for var, (_, extent) in reversed(list(zip(loop_vars, region))):
-        stmt = S.For(var, E.const(0, var.dtype), extent, "serial", stmt)
-    return stmt
-
-
-def _relaxed_region(realize, region, loops) -> list:
-    """[(min, extent)] of ``region`` (in block iterators) once the ``loops`` run over their ranges,
-    clamped to the buffer; a dimension that cannot be bounded is taken whole."""
-    binding = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
-    inner = {loop.loop_var: S.Range(loop.min, loop.extent) for loop in loops}
-    out = []
-    for rng, dim in zip(region.region, region.buffer.shape):
-        lo = relax_bound(substitute(rng.min, binding), inner, lower=True)
-        hi = relax_bound(substitute(rng.min + rng.extent - 1, binding), inner, lower=False)
-        if lo is None or hi is None:
-            out.append((E.const(0, dim.dtype), dim))
-            continue
-        if isinstance(lo, E.IntImm) and lo.value < 0:
-            lo = E.const(0, lo.dtype)
-        if isinstance(hi, E.IntImm) and isinstance(dim, E.IntImm) and hi.value >= dim.value:
-            hi = E.const(dim.value - 1, hi.dtype)
-        out.append((lo, simplify(hi - lo + 1)))
-    return out
+    required = [Interval.of_range(iv.dom) if interval is None else interval
+                for iv, interval in zip(iter_vars, region)]
+    domains = block_var_domains(block, block.writes, {id(dst): required}, known)
+    return realize_over(block, domains, True, known)
 
 
 class _BufferSwap(StmtExprMutator):
