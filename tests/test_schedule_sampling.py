@@ -176,3 +176,21 @@ def test_trace_with_unknown_instruction_kind():
     trace = tir.Trace.from_json([{"kind": "spilt", "args": [], "kwargs": {}, "outputs": None}])
     with pytest.raises(tir.schedule.TraceError, match="'spilt' is not a schedule primitive"):
         trace.apply_to_schedule(tir.Schedule(mm_relu))
+
+
+def test_compute_at_the_sampled_root_leaves_the_block_where_it_is():
+    sch = tir.Schedule(mm_relu)
+    block = sch.get_block("Y")
+    before = sch.mod
+    location = sch.sample_compute_location(block, decision=-1)
+    assert location is None
+    sch.compute_at(block, location)
+    assert_structural_equal(sch.mod, before)
+
+
+def test_annotation_with_a_sampled_value_round_trips():
+    from mlc_lab.script import from_source
+    sch = tir.Schedule(mm_relu)
+    block = sch.get_block("Y")
+    sch.annotate(block, "pragma_auto_unroll_max_step", sch.sample_categorical([0, 16], [0.5, 0.5], decision=1))
+    assert_structural_equal(from_source(sch.mod.script()), sch.mod)

@@ -3,7 +3,7 @@
 # (or T.if_then_else) whose condition keeps it inside. Expects flat, lowered PrimFuncs.
 from __future__ import annotations
 
-from ...arith import can_prove, simplify
+from ...arith import can_prove, linear_form, simplify
 from ...arith.bound import int_bound
 from ...ir.module import IRModule
 from .. import expr as E
@@ -104,12 +104,15 @@ class _Checker(StmtExprVisitor):
 
     def within(self, index, size) -> bool:
         low, high = self.bounds(index)
-        low_ok = low is not None and can_prove(low >= E.const(0, index.dtype), self.ranges)
-        high_ok = high is not None and can_prove(high < size, self.ranges)
-        for guard in _conjuncts(self.guards):
-            low_ok = low_ok or self.guarded(index, guard, upper=False, size=size)
-            high_ok = high_ok or self.guarded(index, guard, upper=True, size=size)
-        return low_ok and high_ok
+        low = self.guarded_extreme(index, upper=False) if low is None or not self.at_least_zero(low) else low
+        high = self.guarded_extreme(index, upper=True) if high is None or not self.below(high, size) else high
+        return low is not None and high is not None and self.at_least_zero(low) and self.below(high, size)
+
+    def at_least_zero(self, e) -> bool:
+        return can_prove(e >= E.const(0, e.dtype), self.ranges)
+
+    def below(self, e, size) -> bool:
+        return can_prove(e < size, self.ranges)
 
     def bounds(self, e):
         """Symbolic (min, max) of ``e`` over the enclosing loops, None for an unknown side."""
@@ -119,18 +122,35 @@ class _Checker(StmtExprVisitor):
         lo, hi = int_bound(e, self.ranges)
         return (None if lo is None else E.const(lo, e.dtype)), (None if hi is None else E.const(hi, e.dtype))
 
-    def guarded(self, index, guard, upper: bool, size) -> bool:
-        """Whether ``guard`` (``e < b`` and the like) bounds ``index`` = ``e`` + a shift whose own
-        bounds are known: above by ``size - 1``, or below by 0."""
-        for e, bound, is_upper in _comparisons(guard):
+    def guarded_extreme(self, index, upper: bool):
+        """The largest (or smallest) value of ``index`` under the guards: each guard ``e < b``
+        (or ``e >= b``) whose ``e`` appears in it scaled by c bounds that part by ``c * b``; the
+        rest is bounded over the loops. A predicate ``i_0 * 7 + i_2 < 3`` and ``j < 7`` caps
+        ``(i_0 * 7 + i_2) * 7 + j`` at 20."""
+        rest, bound_of_parts = index, E.const(0, index.dtype)
+        for e, bound, is_upper in (c for g in _conjuncts(self.guards) for c in _comparisons(g)):
             if is_upper != upper or e.dtype != index.dtype:
                 continue
-            lo, hi = self.bounds(simplify(index - e, self.ranges))
-            if upper and hi is not None and can_prove(bound + hi < size, self.ranges):
-                return True
-            if not upper and lo is not None and can_prove(bound + lo >= E.const(0, index.dtype), self.ranges):
-                return True
-        return False
+            scale = _scale(rest, e)
+            if scale is not None:
+                c = E.const(scale, index.dtype)
+                rest, bound_of_parts = simplify(rest - e * c, self.ranges), bound_of_parts + bound * c
+        extreme = self.bounds(rest)[1 if upper else 0]
+        return None if extreme is None else simplify(bound_of_parts + extreme, self.ranges)
+
+
+def _scale(index, e) -> int | None:
+    """A positive c with ``index = c * e + (terms bounded on their own)``: the ratio of the
+    coefficients of e's first term in both (index 13 * i_0 * 3 + 13 * i_1 + j over e i_0 * 3 + i_1
+    gives 13), or None."""
+    terms_e, terms_i = linear_form(e).terms, linear_form(index).terms
+    if not terms_e:
+        return None
+    key, (_, coef) = next(iter(terms_e.items()))
+    coef_i = terms_i.get(key, (None, 0))[1]
+    if coef_i == 0 or coef_i % coef or coef_i // coef <= 0:
+        return None
+    return coef_i // coef
 
 
 def _conjuncts(guards) -> list:

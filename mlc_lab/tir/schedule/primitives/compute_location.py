@@ -36,8 +36,9 @@ class ComputeLocationPrimitives:
         does not enclose the block already, and encloses every consumer of the block; under
         ``loop`` the block's producers come before its consumers.
 
-        Parameters: block (BlockRV), loop (LoopRV), preserve_unit_loops (keep loops of extent
-        1), index (where in the loop body: -1 before the first consumer, -2 right after the
+        Parameters: block (BlockRV), loop (LoopRV, or None for the root as
+        sample_compute_location gives it: then the block stays where it is),
+        preserve_unit_loops (keep loops of extent 1), index (where in the loop body: -1 before the first consumer, -2 right after the
         last producer, or a position in between).
         Raises (all ComputeAtError): NotInSameScopeError, RootBlockError, LoopInsideBlockError,
         LoopEnclosesBlockError, NotSingleWriterError, NotCompleteOrReductionBlockError,
@@ -93,8 +94,9 @@ class ComputeLocationPrimitives:
         the block; a reduction producer runs its whole reduction inside ``loop``; under ``loop``
         the block's producers come before its consumers.
 
-        Parameters: block (BlockRV), loop (LoopRV), preserve_unit_loops (keep loops of extent
-        1), index (as in compute_at).
+        Parameters: block (BlockRV), loop (LoopRV, or None for the root as
+        sample_compute_location gives it: then the block stays where it is),
+        preserve_unit_loops (keep loops of extent 1), index (as in compute_at).
         Raises (all ComputeAtError): as compute_at (except OutputBlockError), and
         ConsumerBeforeLoopError, ReductionNotFinishedError, RegionNotCoverableError.
 
@@ -145,6 +147,8 @@ class ComputeLocationPrimitives:
     def _move_block(self, block, loop, preserve_unit_loops: bool, index: int, primitive: str) -> None:
         forward = primitive == "compute_at"
         func_name, realize, idx = self._resolve_block(block, primitive)
+        if loop is None:   # the root, as sample_compute_location gives it: the block stays put
+            return
         loop_func, loop_node, _ = self._resolve_loop(loop, primitive)
         if not isinstance(index, int) or isinstance(index, bool):
             raise TypeError(f"sch.{primitive}: parameter 'index' expects an int, got {index!r}")

@@ -229,8 +229,8 @@ class ForKindPrimitives:
                     primitive, f"there is no annotation {key!r} to remove", self._func(func_name),
                     [holder])
             del annotations[key]
-        else:
-            annotations[key] = value
+        else:   # a sampled int is stored as the plain int the script gives back
+            annotations[key] = int(value) if isinstance(value, int) and not isinstance(value, bool) else value
         new_holder = holder.replace(annotations=tuple(sorted(annotations.items())))
         new = new_holder if holder is node else node.replace(block=new_holder)
         self._replace(func_name, {id(node): new}, primitive)
