@@ -59,11 +59,12 @@ def lowering_sequence() -> Sequential:
 
 def lower(mod_or_func, debug: bool = False) -> IRModule:
     """Run PASSES over every PrimFunc and return the lowered IRModule (a lone PrimFunc is named by
-    its global_symbol, else "main"). The input must pass ``tir.verify``. The passes run under the current PassContext, whose
-    instruments see each of them. With ``debug=True`` (or MLC_LAB_DEBUG=1, or the context's
-    ``config={"debug": True}``) the IR is verified after every pass and a failure names the pass
-    that broke it; the result is always checked against the lowered-IR contract, and every
-    access to a buffer it allocates is proved in bounds (``verify_memory``)."""
+    its global_symbol, else "main"). The input must pass ``tir.verify``. The passes run under the
+    current PassContext, whose instruments see each of them. With ``debug=True`` (or
+    MLC_LAB_DEBUG=1, or the context's ``config={"debug": True}``) the IR is verified after every
+    pass and a failure names the pass that broke it, and every access to a buffer the function
+    allocates must be proved in bounds (``verify_memory``; its prover is conservative, so it is
+    not run outside debug mode). The result is always checked against the lowered-IR contract."""
     if isinstance(mod_or_func, PrimFunc):
         mod = IRModule({mod_or_func.name or "main": mod_or_func})
     elif isinstance(mod_or_func, IRModule):
@@ -79,8 +80,9 @@ def lower(mod_or_func, debug: bool = False) -> IRModule:
     verify(mod)   # ill-formed input is the caller's error, reported before any pass runs
     with ctx.with_config(debug=True) if debug else contextlib.nullcontext():
         mod = lowering_sequence()(mod)
+        if PassContext.current().debug:
+            verify_memory(mod)
     _check(mod, PASSES[-1].info.name, "flat")
-    verify_memory(mod)
     return mod
 
 
