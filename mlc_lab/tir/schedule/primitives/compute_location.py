@@ -34,13 +34,14 @@ class ComputeLocationPrimitives:
         Requires: the block is a complete block (only spatial iterators, the only writer of its
         outputs, not reading them) or a reduction block of its scope; it writes only buffers
         allocated in its scope (not an output of the function); ``loop`` is in the same scope,
-        does not enclose the block already, and encloses every consumer of the block; under
-        ``loop`` the block's producers come before its consumers.
+        does not enclose the block already, and encloses every consumer of the block (at
+        least one); under ``loop`` the block's producers come before its consumers; a
+        ``T.where`` of the block can be rewritten in its iterators (it is kept).
 
         Parameters: block (BlockRV), loop (LoopRV), preserve_unit_loops (keep loops of extent
         1), index (where in the loop body: -1 before the first consumer, -2 right after the
         last producer, or a position in between).
-        Raises: ComputeAtError.
+        Raises: ComputeAtError (NoDependenceUnderLoopError, PredicateNotInIteratorsError).
 
         Example:
 
@@ -88,12 +89,15 @@ class ComputeLocationPrimitives:
         Requires: the block is a complete or reduction block of its scope that reads one
         element of each produced buffer per iteration (``B[vi, vj]``, not a window); ``loop`` is
         in the same scope, does not enclose the block already, and encloses every producer of
-        the block; a reduction producer runs its whole reduction inside ``loop``; under ``loop``
-        the block's producers come before its consumers.
+        the block (at least one); a reduction producer runs its whole reduction inside
+        ``loop``; under ``loop`` the block's producers come before its consumers; the producers
+        there feed every iteration of the block (not so for the border of a padding stage),
+        and a ``T.where`` of the block can be rewritten in its iterators.
 
         Parameters: block (BlockRV), loop (LoopRV), preserve_unit_loops (keep loops of extent
         1), index (as in compute_at).
-        Raises: ComputeAtError.
+        Raises: ComputeAtError (NoDependenceUnderLoopError, UncoveredIterationsError,
+        PredicateNotInIteratorsError).
 
         Example (the course's mm_relu):
 
