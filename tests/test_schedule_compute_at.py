@@ -1,8 +1,11 @@
 """compute_at / reverse_compute_at: expected IR, numerics, trace replay, and every failure."""
+import numpy as np
 import pytest
 
+import mlc_lab
 from mlc_lab import tir
 from mlc_lab.script import tir as T
+from mlc_lab.tir.schedule import numerics
 from schedule_checks import assert_schedule_ok, unchanged_after
 
 
@@ -14,15 +17,19 @@ def block_names(sch):
     return [b.name_hint for b in _blocks(sch.mod["main"].body) if b.name_hint != "root"]
 
 
-def _blocks(stmt):
+def _realizes(stmt):
     if isinstance(stmt, tir.BlockRealize):
-        yield stmt.block
-        yield from _blocks(stmt.block.body)
+        yield stmt
+        yield from _realizes(stmt.block.body)
     elif isinstance(stmt, tir.For):
-        yield from _blocks(stmt.body)
+        yield from _realizes(stmt.body)
     elif isinstance(stmt, tir.SeqStmt):
         for s in stmt.seq:
-            yield from _blocks(s)
+            yield from _realizes(s)
+
+
+def _blocks(stmt):
+    return (realize.block for realize in _realizes(stmt))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -628,3 +635,169 @@ def test_reverse_compute_at_keeps_consumers_after_the_new_place():
         sch.reverse_compute_at(sch.get_block("maxelem"), expsum_loop)
     assert sch.mod is before
 
+
+
+# ----------------------------------------------------------------------------------------------
+# Regions that must be exact: found by the schedule fuzzer. Each scheduled program runs on the
+# interpreter, llvm, and llvm with bounds checks (an out-of-bounds access raises IndexError), with
+# outputs pre-filled with NaN so elements it fails to write show.
+def assert_runs_like(original, sch, outputs):
+    """``sch.mod`` gives on every target what ``original`` gives on the interpreter; ``outputs``
+    are the indices of the parameters the program writes."""
+    args = numerics.random_arguments(original)
+    for k in outputs:
+        args[k] = np.full_like(args[k], np.nan)
+    want = numerics.run(original, args)
+    for target in ("python", "llvm", "llvm -bounds-check"):
+        got = [a.copy() for a in args]
+        mlc_lab.build(sch.mod, target=target)["main"](*got)
+        for k in outputs:
+            np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-4, err_msg=target)
+
+
+@T.prim_func
+def one_row(A: T.Buffer((1, 8), "float32"), C: T.Buffer((1, 8), "float32")):
+    B = T.alloc_buffer((1, 8))
+    for n, j in T.grid(1, 8):
+        with T.block("B"):
+            vn, vj = T.axis.remap("SS", [n, j])
+            B[vn, vj] = A[vn, vj] * T.float32(2)
+    for n, j in T.grid(1, 8):
+        with T.block("C"):
+            vn, vj = T.axis.remap("SS", [n, j])
+            C[vn, vj] = B[vn, vj] + T.float32(1)
+
+
+def test_region_side_not_provably_inside_the_domain_is_guarded():
+    """Split of an extent-1 loop into [2, 1]: the producer's row is n_0, clipped to Min(n_0, 0),
+    which folds to 0 although n_0 = 1 overhangs; the guard must come from a proof, not from a
+    Min left in the bound."""
+    sch = tir.Schedule(one_row)
+    n0, _ = sch.split(sch.get_loops(sch.get_block("C"))[0], factors=[2, None])
+    sch.compute_at(sch.get_block("B"), n0)
+    realize = next(r for r in _realizes(sch.mod["main"].body) if r.block.name_hint == "B")
+    assert str(realize.predicate) == "n_0 < 1"
+    assert_schedule_ok(sch, one_row)
+    assert_runs_like(one_row, sch, outputs=[1])
+
+
+@T.prim_func
+def row_sum(A: T.Buffer((4, 10), "float32"), S: T.Buffer((4,), "float32")):
+    for i, k in T.grid(4, 10):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk]
+
+
+def test_moved_block_keeps_its_own_predicate():
+    """rfactor of a non-divisible split leaves S_rf under T.where(k_0 * 3 + k_1 < 10); moved under
+    the write-back's loop it must skip the same iterations (else it reads A[i, 10:12])."""
+    sch = tir.Schedule(row_sum)
+    _, ki = sch.split(sch.get_loops(sch.get_block("S"))[1], factors=[None, 3])
+    rf = sch.rfactor(ki, factor_axis=0)
+    sch.compute_at(rf, sch.get_loops(sch.get_block("S"))[0])
+    realize = next(r for r in _realizes(sch.mod["main"].body) if r.block.name_hint == "S_rf")
+    assert str(realize.predicate) == "ax1 * 3 + ax0 < 10"
+    assert_schedule_ok(sch, row_sum)
+    assert_runs_like(row_sum, sch, outputs=[1])
+
+
+def test_reverse_computed_block_keeps_its_own_predicate():
+    @T.prim_func
+    def head(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+        B = T.alloc_buffer((16,))
+        for i in range(16):
+            with T.block("B"):
+                vi = T.axis.spatial(16, i)
+                B[vi] = A[vi] * T.float32(2)
+        for i in range(16):
+            with T.block("C"):
+                vi = T.axis.spatial(16, i)
+                T.where(i < 12)
+                C[vi] = B[vi] + T.float32(1)
+
+    sch = tir.Schedule(head)
+    i0, _ = sch.split(sch.get_loops(sch.get_block("B"))[0], factors=[4, 4])
+    sch.reverse_compute_at(sch.get_block("C"), i0)
+    assert_schedule_ok(sch, head)
+    assert_runs_like(head, sch, outputs=[1])
+
+
+def test_predicate_not_expressible_in_iterators_is_refused():
+    @T.prim_func
+    def fused(A: T.Buffer((4, 4), "float32"), C: T.Buffer((4, 4), "float32")):
+        B = T.alloc_buffer((4, 4))
+        for f in range(16):
+            with T.block("B"):
+                vi = T.axis.spatial(4, f // 4)
+                vj = T.axis.spatial(4, f % 4)
+                T.where(f < 12)
+                B[vi, vj] = A[vi, vj]
+        for i, j in T.grid(4, 4):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = B[vi, vj]
+
+    sch = tir.Schedule(fused)
+    i = sch.get_loops(sch.get_block("C"))[0]
+    blocks = {name: sch.get_block(name) for name in block_names(sch)}
+    unchanged_after(sch, lambda: sch.compute_at(blocks["B"], i),
+                    tir.schedule.PredicateNotInIteratorsError, 'block "B"', "T.where", "loop i")
+
+
+@T.prim_func
+def pad_then_add(X: T.Buffer((4, 4), "float32"), Y: T.Buffer((6, 6), "float32")):
+    Xp = T.alloc_buffer((6, 6))
+    for h, w in T.grid(6, 6):
+        with T.block("pad"):
+            vh, vw = T.axis.remap("SS", [h, w])
+            Xp[vh, vw] = T.if_then_else(1 <= vh and vh < 5 and 1 <= vw and vw < 5,
+                                        X[vh - 1, vw - 1], T.float32(0))
+    for h, w in T.grid(6, 6):
+        with T.block("Y"):
+            vh, vw = T.axis.remap("SS", [h, w])
+            Y[vh, vw] = Xp[vh, vw] + T.float32(1)
+
+
+def test_reverse_compute_at_must_run_every_iteration_of_the_block():
+    """Under the loop of a copy of X the padding stage would only run where it reads X: its
+    border would never be written."""
+    sch = tir.Schedule(pad_then_add)
+    copy = sch.cache_read(sch.get_block("pad"), 0, "local")
+    loop = sch.get_loops(copy)[0]
+    pad = sch.get_block("pad")
+    unchanged_after(sch, lambda: sch.reverse_compute_at(pad, loop, preserve_unit_loops=True),
+                    tir.schedule.UncoveredIterationsError, 'block "pad"', "loop ax0", "vh",
+                    "never run")
+
+
+def test_reverse_compute_at_needs_a_producer_under_the_loop():
+    """Y produces for C: under C's loop nothing would limit Y to a part of its domain, so Y would
+    be recomputed in full for every (i, j)."""
+    sch = tir.Schedule(mm_relu)
+    j = sch.get_loops(sch.get_block("C"))[1]
+    blocks = {name: sch.get_block(name) for name in block_names(sch)}
+    unchanged_after(sch, lambda: sch.reverse_compute_at(blocks["Y"], j),
+                    tir.schedule.NoDependenceUnderLoopError, 'block "Y"', "no producer", "loop j")
+
+
+def test_compute_at_needs_a_consumer_under_the_loop():
+    @T.prim_func
+    def unread(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+        B = T.alloc_buffer((16,))
+        for i in range(16):
+            with T.block("B"):
+                vi = T.axis.spatial(16, i)
+                B[vi] = A[vi]
+        for i in range(16):
+            with T.block("C"):
+                vi = T.axis.spatial(16, i)
+                C[vi] = A[vi]
+
+    sch = tir.Schedule(unread)
+    i = sch.get_loops(sch.get_block("C"))[0]
+    blocks = {name: sch.get_block(name) for name in block_names(sch)}
+    unchanged_after(sch, lambda: sch.compute_at(blocks["B"], i),
+                    tir.schedule.NoDependenceUnderLoopError, 'block "B"', "no consumer", "loop i")

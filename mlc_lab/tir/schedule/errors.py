@@ -215,6 +215,21 @@ class RegionNotCoverableError(ComputeAtError):
     of its iterations consumes exactly what the producers under the loop write."""
 
 
+class NoDependenceUnderLoopError(ComputeAtError):
+    """compute_at's block has no consumer under the loop (reverse_compute_at's: no producer), so
+    nothing there decides which of its iterations to run: it would run them all each time."""
+
+
+class UncoveredIterationsError(ComputeAtError):
+    """reverse_compute_at: the producers under the loop feed only part of the block's iterations
+    (e.g. not the border of a padding stage), so the others would never run."""
+
+
+class PredicateNotInIteratorsError(ComputeAtError):
+    """compute_at/reverse_compute_at: the block's own T.where uses a loop it leaves in a way that
+    cannot be rewritten in its iterators, so the moved block could not skip the same iterations."""
+
+
 # -- compute_inline / reverse_compute_inline ----------------------------------------------------
 
 class BodyNotSingleStoreError(InlineError):

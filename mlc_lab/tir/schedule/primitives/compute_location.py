@@ -10,8 +10,9 @@ from ..instruction import instruction
 from ..lookup import child_blocks
 from .common import dataflow_violation
 from .region import (Interval, UncoverableRegion, accessed_region, block_var_domains,
-                     enclosing_ranges, loop_children, loops_between, realize_over, relax,
-                     remove_and_insert, shared_by_threads)
+                     enclosing_ranges, loop_children, loops_between, predicate_in_iterators,
+                     realize_over, relax, remove_and_insert, shared_by_threads,
+                     uncovered_iterator)
 
 
 class ComputeLocationPrimitives:
@@ -33,17 +34,19 @@ class ComputeLocationPrimitives:
         Requires: the block is a complete block (only spatial iterators, the only writer of its
         outputs, not reading them) or a reduction block of its scope; it writes only buffers
         allocated in its scope (not an output of the function); ``loop`` is in the same scope,
-        does not enclose the block already, and encloses every consumer of the block; under
-        ``loop`` the block's producers come before its consumers.
+        does not enclose the block already, and encloses every consumer of the block (at
+        least one); under ``loop`` the block's producers come before its consumers; a
+        ``T.where`` of the block can be rewritten in its iterators (it is kept).
 
         Parameters: block (BlockRV), loop (LoopRV, or None for the root as
         sample_compute_location gives it: then the block stays where it is),
-        preserve_unit_loops (keep loops of extent 1), index (where in the loop body: -1 before the first consumer, -2 right after the
-        last producer, or a position in between).
+        preserve_unit_loops (keep loops of extent 1), index (where in the loop body: -1 before
+        the first consumer, -2 right after the last producer, or a position in between).
         Raises (all ComputeAtError): NotInSameScopeError, RootBlockError, LoopInsideBlockError,
         LoopEnclosesBlockError, NotSingleWriterError, NotCompleteOrReductionBlockError,
         OutputBlockError, NotAllRequiredBlocksVisitedError, ProducerAfterConsumerError,
-        InvalidIndexError.
+        InvalidIndexError,
+        NoDependenceUnderLoopError, PredicateNotInIteratorsError.
 
         Example:
 
@@ -91,14 +94,17 @@ class ComputeLocationPrimitives:
         Requires: the block is a complete or reduction block of its scope that reads one
         element of each produced buffer per iteration (``B[vi, vj]``, not a window); ``loop`` is
         in the same scope, does not enclose the block already, and encloses every producer of
-        the block; a reduction producer runs its whole reduction inside ``loop``; under ``loop``
-        the block's producers come before its consumers.
+        the block (at least one); a reduction producer runs its whole reduction inside
+        ``loop``; under ``loop`` the block's producers come before its consumers; the producers
+        there feed every iteration of the block (not so for the border of a padding stage),
+        and a ``T.where`` of the block can be rewritten in its iterators.
 
         Parameters: block (BlockRV), loop (LoopRV, or None for the root as
         sample_compute_location gives it: then the block stays where it is),
         preserve_unit_loops (keep loops of extent 1), index (as in compute_at).
         Raises (all ComputeAtError): as compute_at (except OutputBlockError), and
-        ConsumerBeforeLoopError, ReductionNotFinishedError, RegionNotCoverableError.
+        ConsumerBeforeLoopError, ReductionNotFinishedError, RegionNotCoverableError,
+        NoDependenceUnderLoopError, UncoveredIterationsError, PredicateNotInIteratorsError.
 
         Example (the course's mm_relu):
 
@@ -211,6 +217,15 @@ class ComputeLocationPrimitives:
                          f'block "{other.block.name_hint}" consumes what block "{name}" writes but '
                          f"runs before loop {loop_name}; it would read values not yet written",
                          loop_node, other.block)
+        if not needed:
+            role, relation = (("consumer", "reads what it writes") if forward
+                              else ("producer", "writes what it reads"))
+            raise errors.NoDependenceUnderLoopError(
+                primitive, f'block "{name}" has no {role} under loop {loop_name} (no block there '
+                f"{relation}), so nothing "
+                f"limits which of its iterations run there: it would run all of them in every "
+                f"iteration of the loop; {primitive} needs a {role} of the block under the loop",
+                func, (loop_node, realize.block), func_name=func_name)
         position = _insertion_point(loop_node, producers, consumers, index, fail)
 
         known = enclosing_ranges(idx, loop_node)
@@ -237,7 +252,31 @@ class ComputeLocationPrimitives:
                  f"one element per iterator), so no set of its iterations uses exactly what the "
                  f"producers under loop {loop_name} write; compute_at the producers instead",
                  realize.block)
-        moved = realize_over(realize.block, domains, preserve_unit_loops, known)
+        if not forward:
+            # The consumer's iterations are shared out among the iterations of the loop; those
+            # that no producer there feeds (the border of a padding stage) would never run.
+            around = set(map(id, idx.path(realize)))
+            entered = {lp.loop_var: S.Range(lp.min, lp.extent) for lp in idx.path(loop_node) + [loop_node]
+                       if isinstance(lp, S.For) and id(lp) not in around}
+            missing = uncovered_iterator(realize.block, domains, entered, known)
+            if missing is not None:
+                raise errors.UncoveredIterationsError(
+                    primitive, f'the producers under loop {loop_name} feed only part of the '
+                    f'iterations of block "{name}" (iterator {missing.var.name} does not reach its '
+                    f"whole domain [{missing.dom.min}, {simplify(missing.dom.min + missing.dom.extent)}) "
+                    f"there); the others (e.g. a padding border) would never run",
+                    func, (loop_node, realize.block), func_name=func_name)
+        staying = {id(anc) for anc in idx.path(loop_node)}
+        gone = [anc.loop_var for anc in idx.path(realize)
+                if isinstance(anc, S.For) and id(anc) not in staying]
+        predicate = predicate_in_iterators(realize, gone)
+        if predicate is None:
+            raise errors.PredicateNotInIteratorsError(
+                primitive, f'block "{name}" has a T.where ({realize.predicate}) over loops it '
+                f"would leave that cannot be rewritten in its iterators, so the iterations it skips "
+                f"could not be skipped under loop {loop_name}", func, (realize.block,),
+                func_name=func_name)
+        moved = realize_over(realize.block, domains, preserve_unit_loops, known, predicate)
         body = remove_and_insert(func.body, remove=realize, insert=(loop_node, position, moved))
         self._update(func_name, func.replace(body=body), primitive)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ....arith import simplify
+from ....arith import can_prove, simplify
 from ....arith.simplify import Linear, from_linear, linear_form
 from ... import expr as E
 from ... import stmt as S
@@ -248,6 +248,20 @@ def block_var_domains(block: S.Block, provided, required: dict, known: dict,
     return [_clip(wanted.get(id(iv.var)), iv, known) for iv in block.iter_vars]
 
 
+def uncovered_iterator(block: S.Block, domains: list, relaxed: dict, known: dict):
+    """The first iterator of ``block`` whose IterDomain, taken over every value of the loops in
+    ``relaxed`` (Var -> Range), is not provably all of the iterator's domain; None when each one
+    is. (A union of per-iteration ranges is checked at its ends only.)"""
+    for iv, dom in zip(block.iter_vars, domains):
+        full = Interval.of_range(iv.dom)
+        low = relax(dom.min, relaxed, known)
+        high = relax(simplify(dom.min + dom.extent - 1, known), relaxed, known)
+        if low is None or high is None or not (can_prove(low.lo <= full.lo, known)
+                                               and can_prove(high.hi >= full.hi, known)):
+            return iv
+    return None
+
+
 def _clip(interval: Interval | None, iv: S.IterVar, known: dict) -> IterDomain:
     full = Interval.of_range(iv.dom)
     if interval is None:
@@ -257,9 +271,12 @@ def _clip(interval: Interval | None, iv: S.IterVar, known: dict) -> IterDomain:
     extent = simplify(hi - lo + 1, known)
     if isinstance(extent, E.IntImm) and not isinstance(lo, E.Max) and not isinstance(hi, E.Min):
         return IterDomain(lo, extent)
+    # A side needs a guard unless it provably stays inside the domain: the clipped bound folding
+    # to a plain expression says nothing (Min(n_0, 0) folds to 0 when n_0 >= 0, yet n_0 > 0
+    # overhangs).
     return IterDomain(interval.lo, interval.extent(known),
-                      full.lo if isinstance(lo, E.Max) else None,
-                      full.hi if isinstance(hi, E.Min) else None)
+                      None if can_prove(interval.lo >= full.lo, known) else full.lo,
+                      None if can_prove(interval.hi <= full.hi, known) else full.hi)
 
 
 def _is_one(e) -> bool:
@@ -283,9 +300,47 @@ def _var_plus_offset(e, iter_vars):
     return var, offset
 
 
-def realize_over(block: S.Block, domains: list, preserve_unit_loops: bool, known: dict) -> S.Stmt:
+def predicate_in_iterators(realize: S.BlockRealize, gone) -> E.PrimExpr | None:
+    """The block's own ``T.where`` written in its iterators instead of the loop variables in
+    ``gone`` (the loops it leaves when it moves); None when one of them cannot be eliminated.
+
+    A loop variable is solved from a binding that uses it with coefficient +-1 (``vk = k_1``,
+    ``vi = i_0 * 4 + i_1``), so the predicate of a split (``i_0 * 4 + i_1 < 10``) becomes one on
+    the iterator (``vi < 10``) and that of an rfactor (``k_0 * 3 + k_1 < 10``) one on its
+    iterators (``vk_0 * 3 + vk_1 < 10``)."""
+    predicate = realize.predicate
+    pending = [(iv.var, value) for iv, value in zip(realize.block.iter_vars, realize.iter_values)]
+    while uses_var(predicate, gone):
+        solved = next(((k, sol) for k, (var, value) in enumerate(pending)
+                       for sol in [_solve_for_loop_var(var, value, predicate, gone)] if sol), None)
+        if solved is None:
+            return None
+        k, (loop_var, expr) = solved
+        pending.pop(k)
+        predicate = simplify(substitute(predicate, {loop_var: expr}))
+    return predicate
+
+
+def _solve_for_loop_var(var: E.Var, value: E.PrimExpr, predicate, gone):
+    """(l, expr) with ``l`` a loop variable of ``gone`` that ``predicate`` uses and ``var ==
+    value`` solved for it (``l == expr``); None when ``value`` has no such term of coefficient
+    +-1."""
+    lin = linear_form(simplify(value))
+    for key, (atom, coef) in lin.terms.items():
+        if isinstance(atom, E.Var) and coef in (1, -1) and uses_var(atom, gone) \
+                and uses_var(predicate, atom):
+            rest = dict(lin.terms)
+            del rest[key]
+            expr = (var - from_linear(Linear(rest, lin.const), var.dtype)) * coef
+            return atom, simplify(expr)
+    return None
+
+
+def realize_over(block: S.Block, domains: list, preserve_unit_loops: bool, known: dict,
+                 predicate: E.PrimExpr | None = None) -> S.Stmt:
     """``block`` bound to new loops ``ax0, ax1, ...`` that run over ``domains``, outermost first;
-    an iterator whose domain has extent 1 gets no loop unless ``preserve_unit_loops``."""
+    an iterator whose domain has extent 1 gets no loop unless ``preserve_unit_loops``.
+    ``predicate``, written in the block's iterators, is kept on top of the domain guards."""
     loops, values, conditions = [], [], []
     ranges = dict(known)
     for iv, dom in zip(block.iter_vars, domains):
@@ -299,6 +354,8 @@ def realize_over(block: S.Block, domains: list, preserve_unit_loops: bool, known
             value = simplify(dom.min, ranges)
         values.append(value)
         conditions += dom.guard(value)
+    if predicate is not None and not _is_true(predicate):
+        conditions.append(substitute(predicate, {iv.var: v for iv, v in zip(block.iter_vars, values)}))
     predicate = E.const(True)
     for cond in conditions:
         predicate = cond if _is_true(predicate) else predicate & cond
