@@ -220,12 +220,11 @@ class ComputeLocationPrimitives:
         if not needed:
             role, relation = (("consumer", "reads what it writes") if forward
                               else ("producer", "writes what it reads"))
-            raise errors.NoDependenceUnderLoopError(
-                primitive, f'block "{name}" has no {role} under loop {loop_name} (no block there '
-                f"{relation}), so nothing "
-                f"limits which of its iterations run there: it would run all of them in every "
-                f"iteration of the loop; {primitive} needs a {role} of the block under the loop",
-                func, (loop_node, realize.block), func_name=func_name)
+            fail(errors.NoDependenceUnderLoopError,
+                 f'block "{name}" has no {role} under loop {loop_name} (no block there {relation}), '
+                 "so nothing limits which of its iterations run there: it would run all of them in "
+                 f"every iteration of the loop; {primitive} needs a {role} of the block under the loop",
+                 loop_node, realize.block)
         position = _insertion_point(loop_node, producers, consumers, index, fail)
 
         known = enclosing_ranges(idx, loop_node)
@@ -260,22 +259,20 @@ class ComputeLocationPrimitives:
                        if isinstance(lp, S.For) and id(lp) not in around}
             missing = uncovered_iterator(realize.block, domains, entered, known)
             if missing is not None:
-                raise errors.UncoveredIterationsError(
-                    primitive, f'the producers under loop {loop_name} feed only part of the '
-                    f'iterations of block "{name}" (iterator {missing.var.name} does not reach its '
-                    f"whole domain [{missing.dom.min}, {simplify(missing.dom.min + missing.dom.extent)}) "
-                    f"there); the others (e.g. a padding border) would never run",
-                    func, (loop_node, realize.block), func_name=func_name)
+                fail(errors.UncoveredIterationsError,
+                     f'the producers under loop {loop_name} feed only part of the iterations of block '
+                     f'"{name}" (iterator {missing.var.name} does not reach its whole domain '
+                     f"[{missing.dom.min}, {simplify(missing.dom.min + missing.dom.extent)}) there); "
+                     "the others (e.g. a padding border) would never run", loop_node, realize.block)
         staying = {id(anc) for anc in idx.path(loop_node)}
         gone = [anc.loop_var for anc in idx.path(realize)
                 if isinstance(anc, S.For) and id(anc) not in staying]
         predicate = predicate_in_iterators(realize, gone)
         if predicate is None:
-            raise errors.PredicateNotInIteratorsError(
-                primitive, f'block "{name}" has a T.where ({realize.predicate}) over loops it '
-                f"would leave that cannot be rewritten in its iterators, so the iterations it skips "
-                f"could not be skipped under loop {loop_name}", func, (realize.block,),
-                func_name=func_name)
+            fail(errors.PredicateNotInIteratorsError,
+                 f'block "{name}" has a T.where ({realize.predicate}) over loops it would leave that '
+                 "cannot be rewritten in its iterators, so the iterations it skips could not be "
+                 f"skipped under loop {loop_name}", realize.block)
         moved = realize_over(realize.block, domains, preserve_unit_loops, known, predicate)
         body = remove_and_insert(func.body, remove=realize, insert=(loop_node, position, moved))
         self._update(func_name, func.replace(body=body), primitive)
