@@ -449,3 +449,91 @@ def test_random_nests_agree_with_stepping(grid_runs):
         func = random_nest(rng)
         both_ways(func, [rand(12, seed=k) for k in range(3)])
     assert 0 < grid_runs["grid"] < grid_runs["tried"]  # some nests vectorise, some must not
+
+
+# ---------------------------------------------------------------------------------------------
+# Reads of never-written elements of intermediate buffers.
+from mlc_lab.runtime import UninitializedReadError  # noqa: E402
+from mlc_lab.script import from_source  # noqa: E402
+
+from corpus import CORPUS  # noqa: E402
+
+_PARTIAL_PRODUCER = '''
+@T.prim_func
+def main(A: T.Buffer((16,), "{dtype}"), B: T.Buffer((16,), "{dtype}")):
+    Y = T.alloc_buffer((16,), "{dtype}")
+    for i in range({written}):
+        with T.block("Y"):
+            vi = T.axis.remap("S", [i])
+            Y[vi] = A[vi]
+    for i in range(16):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = Y[vi]
+'''
+
+
+@pytest.mark.parametrize("vectorize", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_reading_an_unwritten_intermediate_element_raises(vectorize, dtype):
+    func = from_source(_PARTIAL_PRODUCER.format(dtype=dtype, written=12))
+    a, b = np.arange(16).astype(dtype), np.zeros(16, dtype)
+    with pytest.raises(UninitializedReadError, match=r"buffer Y: element \(12,\) .* block B"):
+        run(func, [a, b], vectorize=vectorize)
+    fully_written = from_source(_PARTIAL_PRODUCER.format(dtype=dtype, written=16))
+    run(fully_written, [a, b], vectorize=vectorize)
+    np.testing.assert_array_equal(b, a)
+
+
+@pytest.mark.parametrize("vectorize", [True, False])
+def test_reduction_into_an_intermediate_without_init_raises(vectorize):
+    src = '''
+@T.prim_func
+def main(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4,), "float32")):
+    S = T.alloc_buffer((4,), "float32")
+    for i, k in T.grid(4, 8):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            S[vi] = S[vi] + A[vi, vk]
+    for i in range(4):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = S[vi]
+'''
+    with pytest.raises(UninitializedReadError, match="buffer S: .* block S"):
+        run(from_source(src), [np.ones((4, 8), "float32"), np.zeros(4, "float32")],
+            vectorize=vectorize)
+
+
+def test_padding_reads_only_in_the_taken_branch_are_checked():
+    src = '''
+@T.prim_func
+def main(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    P = T.alloc_buffer((8,), "float32")
+    for i in range(6):
+        with T.block("P"):
+            vi = T.axis.remap("S", [i])
+            P[vi] = A[vi]
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = T.if_then_else(vi < 6, P[vi], T.float32(-1))
+'''
+    a, b = np.arange(8, dtype="float32"), np.zeros(8, "float32")
+    run(from_source(src), [a, b])
+    np.testing.assert_array_equal(b, [0, 1, 2, 3, 4, 5, -1, -1])
+
+
+# Stepping every loop of the 128x128(x16) matmuls would take minutes: those run as grids only.
+_SMALL = [name for name in sorted(CORPUS) if name not in ("mm_relu", "bmm_relu")]
+
+
+@pytest.mark.parametrize("name, vectorize", [(name, True) for name in sorted(CORPUS)]
+                         + [(name, False) for name in _SMALL])
+def test_corpus_programs_never_read_unwritten_elements(name, vectorize):
+    case = CORPUS[name]
+    inputs = case.inputs(np.random.default_rng(0))
+    outputs = [np.full(shape, np.nan if "float" in dtype else 0, dtype) for shape, dtype in case.outputs]
+    run(case.func, [*inputs, *outputs], vectorize=vectorize)
+    for got, want in zip(outputs, case.reference(*inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -2,8 +2,9 @@
 from . import ndarray
 from .device import Device, cpu, cuda
 from .interpreter import Program, run
+from .interpreter_expr import UninitializedReadError
 from .module import BenchmarkResult, Module, bind_arguments
 from .ndarray import NDArray
 
-__all__ = ["BenchmarkResult", "Device", "Module", "NDArray", "Program", "bind_arguments", "cpu",
-           "cuda", "ndarray", "run"]
+__all__ = ["BenchmarkResult", "Device", "Module", "NDArray", "Program", "UninitializedReadError",
+           "bind_arguments", "cpu", "cuda", "ndarray", "run"]

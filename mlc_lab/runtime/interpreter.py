@@ -116,7 +116,8 @@ class _Executor:
     def exec_For(self, loop) -> None:
         if self.vectorize:
             nest = self.program.nest(loop)
-            if nest is not None and grid.run_nest(loop, nest, self.env, self.storages):
+            if nest is not None and grid.run_nest(loop, nest, self.env, self.storages,
+                                                  self.ev.block):
                 return
         low, extent = int(self.ev.eval(loop.min)), int(self.ev.eval(loop.extent))
         make = np_dtype(loop.loop_var.dtype).type
@@ -129,7 +130,9 @@ class _Executor:
     def exec_BufferStore(self, store) -> None:
         storage = self.ev.storage(store.buffer)
         value = np.asarray(self.ev.eval(store.value)).astype(storage.flat.dtype, copy=False)
-        storage.flat[self.ev.load_position(store)] = value
+        position = self.ev.load_position(store)
+        storage.flat[position] = value
+        storage.mark_written(position)
 
     def exec_IfThenElse(self, s) -> None:
         if bool(self.ev.eval(s.condition)):
@@ -152,7 +155,7 @@ class _Executor:
 
     def allocate(self, buffer) -> None:
         shape = tuple(int(self.ev.eval(d)) for d in buffer.shape)
-        self.storages[buffer] = Storage.zeros(buffer.name, shape, buffer.dtype)
+        self.storages[buffer] = Storage.uninitialized(buffer.name, shape, buffer.dtype)
 
     def exec_BlockRealize(self, realize) -> None:
         block = realize.block
@@ -160,6 +163,7 @@ class _Executor:
         saved = [(iv.var, self.bind(iv.var, np_dtype(iv.var.dtype).type(v)))
                  for iv, v in zip(block.iter_vars, values)]
         if bool(and_mask(True, self.ev.eval(realize.predicate))):
+            outer_block, self.ev.block = self.ev.block, block.name_hint
             for buffer in block.alloc_buffers:
                 self.allocate(buffer)
             for match in block.match_buffers:
@@ -171,6 +175,7 @@ class _Executor:
             self.exec(block.body)
             for buffer in (*block.alloc_buffers, *(m.buffer for m in block.match_buffers)):
                 del self.storages[buffer]
+            self.ev.block = outer_block
         for var, previous in reversed(saved):
             self.unbind(var, previous)
 
@@ -199,7 +204,7 @@ class _Executor:
                 self.env[stride] = np_dtype(stride.dtype).type(actual)
         self.storages[match.buffer] = Storage(match.buffer.name, source.flat,
                                               tuple(e for e, _ in kept),
-                                              tuple(s for _, s in kept), offset)
+                                              tuple(s for _, s in kept), offset, source.written)
 
 
 _EXEC = {S.SeqStmt: _Executor.exec_SeqStmt, S.For: _Executor.exec_For,

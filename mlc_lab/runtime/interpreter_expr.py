@@ -21,14 +21,23 @@ from ..tir import dtype as dt
 from ..tir import expr as E
 
 
+class UninitializedReadError(RuntimeError):
+    """A program read an element of an intermediate buffer that nothing had written yet: its
+    value is whatever the memory held (compiled code) and the program is wrong."""
+
+
 class Storage:
     """Where a buffer's elements live: a flat numpy array, plus the element offset and strides
-    with which the buffer views it (a plain buffer has offset 0 and row-major strides)."""
-    __slots__ = ("name", "flat", "shape", "strides", "offset")
+    with which the buffer views it (a plain buffer has offset 0 and row-major strides).
 
-    def __init__(self, name: str, flat: np.ndarray, shape: tuple, strides: tuple, offset: int = 0):
+    ``written`` (a flat bool array beside ``flat``, or None) tracks which elements of an
+    intermediate buffer have been stored to; parameters come from the caller and have none."""
+    __slots__ = ("name", "flat", "shape", "strides", "offset", "written")
+
+    def __init__(self, name: str, flat: np.ndarray, shape: tuple, strides: tuple, offset: int = 0,
+                 written: np.ndarray | None = None):
         self.name, self.flat, self.shape = name, flat, shape
-        self.strides, self.offset = strides, offset
+        self.strides, self.offset, self.written = strides, offset, written
 
     @staticmethod
     def of_array(name: str, array: np.ndarray) -> "Storage":
@@ -37,8 +46,44 @@ class Storage:
         return Storage(name, array.reshape(-1), tuple(array.shape), strides)
 
     @staticmethod
-    def zeros(name: str, shape: tuple, dtype: str) -> "Storage":
-        return Storage.of_array(name, np.zeros(shape, np_dtype(dtype)))
+    def uninitialized(name: str, shape: tuple, dtype: str) -> "Storage":
+        """Storage for an intermediate buffer: NaN (floats) or a poison value (ints) in every
+        element, none of them marked written."""
+        np_type = np_dtype(dtype)
+        storage = Storage.of_array(name, np.full(shape, _poison(np_type), np_type))
+        storage.written = np.zeros(storage.flat.size, dtype=bool)
+        return storage
+
+    def mark_written(self, positions) -> None:
+        if self.written is not None:
+            self.written[positions] = True
+
+    def check_written(self, positions, mask, block: str | None) -> None:
+        """Raise UninitializedReadError if a position read where ``mask`` holds is unwritten."""
+        if self.written is None:
+            return
+        unwritten = np.logical_not(self.written[positions])
+        if mask is not True:
+            unwritten = unwritten & mask
+        if not np.any(unwritten):
+            return
+        point = tuple(np.argwhere(unwritten)[0]) if np.ndim(unwritten) else ()
+        position = int(np.broadcast_to(positions, np.shape(unwritten))[point]) - self.offset
+        index = []
+        for stride in self.strides:  # the view's strides are row-major over its own region
+            index.append(position // stride if stride else 0)
+            position -= index[-1] * stride
+        where = f" in block {block}" if block else ""
+        raise UninitializedReadError(f"buffer {self.name}: element {tuple(index)} is read{where} "
+                                     "before anything wrote it")
+
+
+def _poison(np_type: np.dtype):
+    if np_type.kind in "fc":
+        return np.nan
+    if np_type.kind in "iu":
+        return np.iinfo(np_type).min
+    return np.zeros((), np_type)[()]
 
 
 @functools.cache
@@ -160,9 +205,10 @@ class Evaluator:
     """Evaluates expressions under ``env`` (Var -> value) and ``storages`` (Buffer -> Storage).
     Both dicts are read live, so the caller may rebind variables between calls."""
 
-    def __init__(self, env: dict, storages: dict):
+    def __init__(self, env: dict, storages: dict, block: str | None = None):
         self.env = env
         self.storages = storages
+        self.block = block  # the block whose statements run now, for error messages
 
     def eval(self, e, mask=True):
         return _VISIT[type(e)](self, e, mask)
@@ -219,6 +265,10 @@ class Evaluator:
         position = self.load_position(e, mask)
         if storage.flat.size == 0:  # every point is masked off (else bounds checks raised)
             return np.zeros(np.shape(position), storage.flat.dtype)
+        if storage.written is not None:
+            if mask is not True and access_lanes(e) > 1:
+                mask = lift(mask)
+            storage.check_written(position, mask, self.block)
         return storage.flat[position]
 
     def visit_call(self, e, mask):

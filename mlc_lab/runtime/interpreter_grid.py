@@ -124,17 +124,19 @@ class _ControlReadChecker(StmtExprVisitor):
 class Action:
     """One BufferStore over its enclosing grid loops: the bindings it sees, where it runs, the
     grid ``shape`` (extent on its loops' axes, 1 elsewhere, lanes last), what it touches."""
-    __slots__ = ("store", "env", "mask", "axes", "shape", "write", "reads", "reduction")
+    __slots__ = ("store", "env", "mask", "axes", "shape", "write", "reads", "reduction", "block")
 
-    def __init__(self, store, env, mask, axes, shape):
+    def __init__(self, store, env, mask, axes, shape, block):
         self.store, self.env, self.mask, self.axes, self.shape = store, env, mask, axes, shape
+        self.block = block
         self.write, self.reads, self.reduction = None, [], None
 
 
-def run_nest(loop: S.For, nest: NestInfo, env: dict, storages: dict) -> bool:
-    """Run the nest under ``loop`` as a grid if that gives the sequential result; return False,
-    having done nothing, if not."""
-    planner = _Planner(nest, env, storages)
+def run_nest(loop: S.For, nest: NestInfo, env: dict, storages: dict,
+             block: str | None = None) -> bool:
+    """Run the nest under ``loop`` (inside ``block``) as a grid if that gives the sequential
+    result; return False, having done nothing, if not."""
+    planner = _Planner(nest, env, storages, block)
     try:
         planner.walk(loop, (), True)
         for action in planner.actions:
@@ -151,10 +153,10 @@ class _Planner:
     """Walks the nest once, binding loop variables to aranges, and turns each store into an
     Action with the mask of the conditions, predicates and init guards around it."""
 
-    def __init__(self, nest: NestInfo, env: dict, storages: dict):
+    def __init__(self, nest: NestInfo, env: dict, storages: dict, block: str | None):
         self.nest = nest
         self.env = dict(env)
-        self.ev = Evaluator(self.env, storages)
+        self.ev = Evaluator(self.env, storages, block)
         self.extents = [1] * len(nest.axes)
         self.actions: list[Action] = []
 
@@ -213,6 +215,7 @@ class _Planner:
         values = [self.ev.eval(v, mask) for v in realize.iter_values]
         saved = [(iv.var, self.bind(iv.var, np.asarray(v).astype(np_dtype(iv.var.dtype))))
                  for iv, v in zip(block.iter_vars, values)]
+        outer_block, self.ev.block = self.ev.block, block.name_hint
         mask = and_mask(mask, self.ev.eval(realize.predicate, mask))
         if block.init is not None:
             init_mask = mask
@@ -222,6 +225,7 @@ class _Planner:
                     init_mask = and_mask(init_mask, at_min)
             self.walk(block.init, axes, init_mask)
         self.walk(block.body, axes, mask)
+        self.ev.block = outer_block
         for var, previous in reversed(saved):
             self.unbind(var, previous)
 
@@ -231,14 +235,14 @@ class _Planner:
         shape += (lanes,) if lanes > 1 else ()
         if math.prod(shape) > MAX_GRID_POINTS:
             raise NotVectorizable(f"the grid of {math.prod(shape)} points is too large")
-        self.actions.append(Action(store, dict(self.env), mask, axes, shape))
+        self.actions.append(Action(store, dict(self.env), mask, axes, shape, self.ev.block))
 
 
 _UNBOUND = object()
 
 
 def _execute(action: Action, storages: dict, ndim: int) -> None:
-    ev = Evaluator(action.env, storages)
+    ev = Evaluator(action.env, storages, action.block)
     store, storage = action.store, storages[action.store.buffer]
     if action.reduction is not None:
         ufunc, _, term = action.reduction
@@ -259,6 +263,10 @@ def _execute(action: Action, storages: dict, ndim: int) -> None:
         where = np.broadcast_to(mask, full)
         positions, value = positions[where], value[where]
     if action.reduction is not None:
+        # the update reads the element it accumulates into; only its first read can see an
+        # element this action has not written itself
+        storage.check_written(positions, True, action.block)
         action.reduction[0].at(storage.flat, np.ravel(positions), np.ravel(value))
     else:
         storage.flat[positions] = value
+    storage.mark_written(positions)
