@@ -391,3 +391,31 @@ def test_cache_read_inside_the_consumer_loop_copies_only_what_one_iteration_read
     assert len(sch.get_loops(copy)) == 4
     assert "for ax0, ax1 in T.grid(1, 1):" in sch.mod.script()
     assert sch.mod.script().count("T.grid(128, 128)") == 1
+
+
+@T.prim_func
+def scale_rows(A: T.Buffer((4, 8), "float32"), C: T.Buffer((4, 8), "float32")):
+    Y = T.alloc_buffer((4, 8))
+    for i, j in T.grid(4, 8):
+        with T.block("Y"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            Y[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(4, 8):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = Y[vi, vj] + T.float32(1)
+
+
+def test_cache_write_copy_back_skips_iterations_the_writer_skips():
+    # After the split, iterations with j_1 * 3 + j_2 >= 2 write nothing; copying their (never
+    # written) cache elements back would read uninitialised memory.
+    sch = tir.Schedule(scale_rows)
+    i, j = sch.get_loops(sch.get_block("Y"))
+    j0, j1 = sch.split(j, factors=[4, None])
+    sch.split(j1, factors=[None, 4, 3])
+    sch.cache_write(sch.get_block("Y"), 0, "local")
+    a = np.random.default_rng(0).standard_normal((4, 8)).astype("float32")
+    for target in ("python", "llvm"):
+        c = np.full((4, 8), np.nan, "float32")
+        mlc_lab.build(sch.mod, target=target)["main"](a, c)
+        np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)

@@ -217,5 +217,28 @@ def substitute(node: Any, mapping: dict) -> Any:
     return Substitute(mapping).visit(node) if mapping else node
 
 
-__all__ = ["Substitute", "free_buffers", "free_vars", "loads_in", "post_order_visit", "stores_in",
+def conjuncts(cond) -> list:
+    """The and-ed parts of a condition, constant truths left out.
+
+    >>> from mlc_lab import tir
+    >>> i, j = tir.Var("i"), tir.Var("j")
+    >>> conjuncts(tir.And(i < 4, tir.And(j < 2, tir.const(True))))
+    [i < 4, j < 2]
+    """
+    if isinstance(cond, E.And):
+        return conjuncts(cond.a) + conjuncts(cond.b)
+    if isinstance(cond, E.IntImm) and cond.value == 1:
+        return []
+    return [cond]
+
+
+def and_all(conditions) -> Any:
+    """The conjunction of ``conditions`` (constant true for none)."""
+    out = E.const(True)
+    for c in conditions:
+        out = c if isinstance(out, E.IntImm) else E.And(out, c)
+    return out
+
+
+__all__ = ["Substitute", "and_all", "conjuncts", "free_buffers", "free_vars", "loads_in", "post_order_visit", "stores_in",
            "substitute", "uses_var"]

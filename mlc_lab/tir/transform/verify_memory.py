@@ -11,6 +11,7 @@ from .. import stmt as S
 from ..function import PrimFunc
 from ..schedule.primitives.region import relax
 from ..functor import StmtExprVisitor
+from ..stmt_functor import conjuncts
 from ..verify import VerifyError
 
 
@@ -128,7 +129,7 @@ class _Checker(StmtExprVisitor):
         rest is bounded over the loops. A predicate ``i_0 * 7 + i_2 < 3`` and ``j < 7`` caps
         ``(i_0 * 7 + i_2) * 7 + j`` at 20."""
         rest, bound_of_parts = index, E.const(0, index.dtype)
-        for e, bound, is_upper in (c for g in _conjuncts(self.guards) for c in _comparisons(g)):
+        for e, bound, is_upper in (c for g in [c for g in self.guards for c in conjuncts(g)] for c in _comparisons(g)):
             if is_upper != upper or e.dtype != index.dtype:
                 continue
             scale = _scale(rest, e)
@@ -151,17 +152,6 @@ def _scale(index, e) -> int | None:
     if coef_i == 0 or coef_i % coef or coef_i // coef <= 0:
         return None
     return coef_i // coef
-
-
-def _conjuncts(guards) -> list:
-    out, todo = [], list(guards)
-    while todo:
-        g = todo.pop()
-        if isinstance(g, E.And):
-            todo += [g.a, g.b]
-        else:
-            out.append(g)
-    return out
 
 
 def _comparisons(g):

@@ -9,7 +9,7 @@ from .. import errors
 from ... import expr as E
 from ... import stmt as S
 from ...analysis import block_access_regions
-from ...stmt_functor import free_vars, substitute, uses_var
+from ...stmt_functor import conjuncts, free_vars, substitute, uses_var
 from ..instruction import instruction
 from ..rv import BlockRV, LoopRV
 from .common import (SimplifyingSubstitute, all_blocks_under, const_int, loop_ranges,
@@ -258,7 +258,7 @@ def _divide_predicate(realize, loops, all_loops, outer_ivs, outer_values, func, 
         if pinned is not None and pinned[0] not in as_iter:
             as_iter[pinned[0]] = simplify(iv.var - pinned[1])
     inner, outer = [], []
-    for cond in _conjuncts(realize.predicate):
+    for cond in conjuncts(realize.predicate):
         if not any(uses_var(cond, lp.loop_var) for lp in loops):
             outer.append(cond)
             continue
@@ -283,14 +283,6 @@ def _loop_plus_offset(value, loop_vars):
     if coef != 1 or not any(atom is v for v in loop_vars):
         return None
     return atom, E.const(lin.const, value.dtype)
-
-
-def _conjuncts(cond) -> list:
-    if isinstance(cond, E.And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    if isinstance(cond, E.IntImm) and cond.value == 1:
-        return []
-    return [cond]
 
 
 def _conjunction(conds):
@@ -333,7 +325,7 @@ def _outer_init(init_body, inner: S.BlockRealize, loops: list, name: str, reduce
         if iv.iter_type == "spatial")]
     reduce_vars = reduce_ivs + [lp.loop_var for lp in loops if not any(lp.loop_var is v for v in spatial)]
     kept = []
-    for cond in _conjuncts(inner.predicate):
+    for cond in conjuncts(inner.predicate):
         if not uses_var(cond, reduce_vars):
             kept.append(cond)
         elif uses_var(cond, spatial + [iv.var for iv in inner.block.iter_vars]):

@@ -7,7 +7,7 @@ from ...buffer import SCOPES, Buffer
 from ... import expr as E
 from ... import stmt as S
 from ...functor import StmtExprMutator
-from ...stmt_functor import post_order_visit
+from ...stmt_functor import and_all, conjuncts, free_vars, post_order_visit
 from .. import errors
 from ..instruction import instruction
 from ..lookup import StmtReplacer
@@ -161,7 +161,12 @@ class CachePrimitives:
         cache = _new_buffer(func, buffer, storage_scope)
         region = site.relaxed_region(realize, realize.block.writes[write_buffer_index])
         copy_name = unique_block_name(index, cache.name)
-        copy = copy_stage(copy_name, cache, buffer, region, site.known())
+        known = site.known()
+        # Where the writer's T.where rules out a whole iteration of the loops around the copy,
+        # the writer stored nothing there, so the copy must not run either.
+        skipped = [c for c in conjuncts(realize.predicate)
+                   if all(any(v is k for k in known) for v in free_vars(c))]
+        copy = copy_stage(copy_name, cache, buffer, region, known, predicate=and_all(skipped))
         new_realize = swap_buffer(realize, buffer, cache)
         new_scope = site.insert(copy, new_realize, after=True, alloc=cache)
         self._replace(func_name, {id(scope): new_scope}, primitive)
@@ -322,11 +327,12 @@ def _contains_any(stmt, realizes) -> bool:
 
 
 # -- building the copy stage -------------------------------------------------------------------------
-def copy_stage(name: str, src, dst, region, known: dict) -> S.Stmt:
+def copy_stage(name: str, src, dst, region, known: dict, predicate=None) -> S.Stmt:
     """``for ax...: with T.block(name): dst[v...] = src[v...]`` over ``region`` (one Interval, or
     None for the whole dimension, per dimension; variables in ``known``, Var -> Range, stay
     symbolic). A region that may overhang the buffer is clipped to it, by a predicate where the
-    bound is symbolic, so the copy never touches an element outside the buffer."""
+    bound is symbolic, so the copy never touches an element outside the buffer; ``predicate``
+    (in the variables of ``known``) is kept on top."""
     iter_vars = tuple(S.IterVar(E.Var(f"v{d}", dim.dtype), S.Range(E.const(0, dim.dtype), dim))
                       for d, dim in enumerate(dst.shape))
     indices = tuple(iv.var for iv in iter_vars)
@@ -337,7 +343,7 @@ def copy_stage(name: str, src, dst, region, known: dict) -> S.Stmt:
     required = [Interval.of_range(iv.dom) if interval is None else interval
                 for iv, interval in zip(iter_vars, region)]
     domains = block_var_domains(block, block.writes, {id(dst): required}, known)
-    return realize_over(block, domains, True, known)
+    return realize_over(block, domains, True, known, predicate)
 
 
 class _BufferSwap(StmtExprMutator):

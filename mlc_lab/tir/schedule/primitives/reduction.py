@@ -11,7 +11,7 @@ from ... import dtype as dt
 from ... import expr as E
 from ... import stmt as S
 from ...functor import StmtExprMutator
-from ...stmt_functor import free_vars, substitute, uses_var
+from ...stmt_functor import and_all, conjuncts, free_vars, substitute, uses_var
 from .. import errors
 from ..instruction import instruction
 from ..lookup import StmtReplacer, child_blocks
@@ -114,7 +114,7 @@ class ReductionPrimitives:
         init_block = S.Block(unique_block_name(index, f"{blk.name_hint}_init"), tuple(iter_vars),
                              (), (), substitute_and_simplify(blk.init, var_map), annotations=blk.annotations)
         init_block = _with_regions(init_block)
-        predicate = _keep_conjuncts(realize.predicate, lambda c: not any(uses_var(c, v) for v in dropped))
+        predicate = _keepconjuncts(realize.predicate, lambda c: not any(uses_var(c, v) for v in dropped))
         init_stmt = S.BlockRealize(tuple(substitute(v, loop_map) for v in values),
                                    substitute(predicate, loop_map), init_block)
         for lp in reversed(chosen):
@@ -346,21 +346,15 @@ def _with_regions(block: S.Block) -> S.Block:
     return block.replace(reads=reads, writes=writes)
 
 
-def _conjuncts(cond) -> list:
-    if isinstance(cond, E.And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
-
-
 def _slots_predicate(predicate, dropped: dict):
     """The predicate of the write-back block, which runs for every rf slot some iteration of the
     ``dropped`` loops (Var -> Range) writes: conjuncts without them stay; the one that constrains
     them (``e < b``, ``e <= b``, ``e > b``, ``e >= b``) holds when it holds for the most favourable
     value of ``e`` over them. None when that cannot be expressed."""
-    kept, constraining = [], [c for c in _conjuncts(predicate) if uses_var(c, list(dropped))]
+    kept, constraining = [], [c for c in conjuncts(predicate) if uses_var(c, list(dropped))]
     if len(constraining) > 1:
         return None
-    for c in _conjuncts(predicate):
+    for c in conjuncts(predicate):
         if not any(c is x for x in constraining):
             kept.append(c)
             continue
@@ -370,18 +364,11 @@ def _slots_predicate(predicate, dropped: dict):
         if bounds is None:
             return None
         kept.append(type(c)(bounds.lo if isinstance(c, (E.LT, E.LE)) else bounds.hi, c.b))
-    return _and_all(kept)
+    return and_all(kept)
 
 
-def _and_all(conjuncts):
-    out = E.IntImm("bool", 1)
-    for c in conjuncts:
-        out = c if isinstance(out, E.IntImm) else E.And(out, c)
-    return out
-
-
-def _keep_conjuncts(predicate, keep):
-    return _and_all([c for c in _conjuncts(predicate) if keep(c)])
+def _keepconjuncts(predicate, keep):
+    return and_all([c for c in conjuncts(predicate) if keep(c)])
 
 
 _REDUCERS = {E.Add: 0, E.Mul: 1, E.Max: "min", E.Min: "max"}
