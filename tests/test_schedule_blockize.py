@@ -435,3 +435,26 @@ def test_blockize_predicate_on_outer_loops_no_iterator_is_bound_to():
     _, _, k = sch.get_loops(sch.get_block("S"))
     unchanged_after(sch, lambda: sch.blockize(k), tir.schedule.BlockizePredicateError,
                     "sch.blockize", '"S"', "i0, i1")
+
+
+@T.prim_func
+def add_one_5(A: T.Buffer((5, 4), "float32"), B: T.Buffer((5, 4), "float32")):
+    for i, j in T.grid(5, 4):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] + T.float32(1)
+
+
+def test_blockize_of_an_overhanging_split_keeps_the_outer_iterator_in_its_domain():
+    # [3, 2] covers 6 rows of 5: i_0 = 2 has one real row, and for 4 rows ([2, 2]) i_0 = 2 has none.
+    for rows, factors in ((5, [3, None]), (5, [None, 2])):
+        sch = tir.Schedule(add_one_5)
+        i, j = sch.get_loops(sch.get_block("B"))
+        sch.split(i, factors=factors)
+        sch.blockize(sch.get_loops(sch.get_block("B"))[1])
+        tir.verify(sch.mod)
+        a = np.random.default_rng(0).standard_normal((5, 4)).astype("float32")
+        for target in ("python", "llvm"):
+            b = np.full((5, 4), np.nan, "float32")
+            mlc_lab.build(sch.mod, target=target)["main"](a, b)
+            np.testing.assert_allclose(b, a + 1)

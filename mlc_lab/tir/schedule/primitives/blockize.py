@@ -9,11 +9,12 @@ from .. import errors
 from ... import expr as E
 from ... import stmt as S
 from ...analysis import block_access_regions
-from ...stmt_functor import conjuncts, free_vars, substitute, uses_var
+from ...stmt_functor import and_all, conjuncts, free_vars, substitute, uses_var
 from ..instruction import instruction
 from ..rv import BlockRV, LoopRV
 from .common import (SimplifyingSubstitute, all_blocks_under, const_int, loop_ranges,
                      substitute_and_simplify)
+from .region import satisfiable_over
 
 
 class BlockizePrimitives:
@@ -258,10 +259,16 @@ def _divide_predicate(realize, loops, all_loops, outer_ivs, outer_values, func, 
         if pinned is not None and pinned[0] not in as_iter:
             as_iter[pinned[0]] = simplify(iv.var - pinned[1])
     inner, outer = [], []
+    inner_ranges = {lp.loop_var: S.Range(lp.min, lp.extent) for lp in loops}
     for cond in conjuncts(realize.predicate):
         if not any(uses_var(cond, lp.loop_var) for lp in loops):
             outer.append(cond)
             continue
+        # The outer block runs only where some inner iteration does (an overhanging split must
+        # not take its outer iterator past that iterator's domain).
+        some_inner = satisfiable_over(cond, inner_ranges)
+        if some_inner is not None and not uses_var(some_inner, list(inner_ranges)):
+            outer += conjuncts(simplify(some_inner, loop_ranges(all_loops)))
         cond = simplify(substitute(cond, as_iter))
         left = [v for v in outer_loops if uses_var(cond, v)]
         if left:
@@ -271,7 +278,7 @@ def _divide_predicate(realize, loops, all_loops, outer_ivs, outer_values, func, 
                 f"{', '.join(v.name for v in left)} outside it that no outer block iterator is "
                 "bound to, so the inner block cannot express it", func, [realize])
         inner.append(cond)
-    return _conjunction(inner), _conjunction(outer)
+    return and_all(inner), and_all(outer)
 
 
 def _loop_plus_offset(value, loop_vars):
@@ -283,13 +290,6 @@ def _loop_plus_offset(value, loop_vars):
     if coef != 1 or not any(atom is v for v in loop_vars):
         return None
     return atom, E.const(lin.const, value.dtype)
-
-
-def _conjunction(conds):
-    out = E.IntImm("bool", 1)
-    for cond in conds:
-        out = cond if isinstance(out, E.IntImm) else E.And(out, cond)
-    return out
 
 
 def _substituted_block(block: S.Block, sub: dict, inner_ivs: list) -> S.Block:
@@ -333,7 +333,7 @@ def _outer_init(init_body, inner: S.BlockRealize, loops: list, name: str, reduce
                 primitive, f'the predicate {inner.predicate} of block "{inner.block.name_hint}" '
                 f"mixes spatial and reduce iterators in {cond}; the outer block's init, which runs "
                 "before the reduction, cannot express it", func, [inner])
-    predicate = _conjunction(kept)
+    predicate = and_all(kept)
     init_loops = [lp for lp in loops if uses_var(predicate, lp.loop_var)
                   or any(uses_var(v, lp.loop_var) for v in values)]
     for lp in init_loops:

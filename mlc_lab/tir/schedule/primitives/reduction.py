@@ -19,7 +19,7 @@ from ..rv import BlockRV
 from .cache import replace_flat, taken_buffer_names, unique_block_name, unique_name
 from .common import (first_loop_feeding_reduction, is_reduction_block, loop_iter_type,
                      mixed_loop_of_reduction, substitute_and_simplify)
-from .region import relax
+from .region import satisfiable_over
 from .injective import repeated_points
 
 
@@ -114,7 +114,7 @@ class ReductionPrimitives:
         init_block = S.Block(unique_block_name(index, f"{blk.name_hint}_init"), tuple(iter_vars),
                              (), (), substitute_and_simplify(blk.init, var_map), annotations=blk.annotations)
         init_block = _with_regions(init_block)
-        predicate = _keepconjuncts(realize.predicate, lambda c: not any(uses_var(c, v) for v in dropped))
+        predicate = _keep_conjuncts(realize.predicate, lambda c: not any(uses_var(c, v) for v in dropped))
         init_stmt = S.BlockRealize(tuple(substitute(v, loop_map) for v in values),
                                    substitute(predicate, loop_map), init_block)
         for lp in reversed(chosen):
@@ -349,25 +349,20 @@ def _with_regions(block: S.Block) -> S.Block:
 def _slots_predicate(predicate, dropped: dict):
     """The predicate of the write-back block, which runs for every rf slot some iteration of the
     ``dropped`` loops (Var -> Range) writes: conjuncts without them stay; the one that constrains
-    them (``e < b``, ``e <= b``, ``e > b``, ``e >= b``) holds when it holds for the most favourable
-    value of ``e`` over them. None when that cannot be expressed."""
-    kept, constraining = [], [c for c in conjuncts(predicate) if uses_var(c, list(dropped))]
+    them must hold for some value of them (``satisfiable_over``). None when that cannot be said."""
+    constraining = [c for c in conjuncts(predicate) if uses_var(c, list(dropped))]
     if len(constraining) > 1:
         return None
-    for c in conjuncts(predicate):
-        if not any(c is x for x in constraining):
-            kept.append(c)
-            continue
-        if not isinstance(c, (E.LT, E.LE, E.GT, E.GE)) or uses_var(c.b, list(dropped)):
+    kept = [c for c in conjuncts(predicate) if not uses_var(c, list(dropped))]
+    for c in constraining:
+        relaxed = satisfiable_over(c, dropped)
+        if relaxed is None:
             return None
-        bounds = relax(c.a, dropped)
-        if bounds is None:
-            return None
-        kept.append(type(c)(bounds.lo if isinstance(c, (E.LT, E.LE)) else bounds.hi, c.b))
+        kept.append(relaxed)
     return and_all(kept)
 
 
-def _keepconjuncts(predicate, keep):
+def _keep_conjuncts(predicate, keep):
     return and_all([c for c in conjuncts(predicate) if keep(c)])
 
 

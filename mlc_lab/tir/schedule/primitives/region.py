@@ -50,6 +50,18 @@ def relax(expr: E.PrimExpr, relaxed: dict, known: dict | None = None) -> Interva
     return Interval(simplify(bounds[0], known), simplify(bounds[1], known))
 
 
+def satisfiable_over(cond: E.PrimExpr, relaxed: dict) -> E.PrimExpr | None:
+    """A condition without the variables of ``relaxed`` (Var -> Range) that holds when ``cond``, a
+    comparison ``e < b`` (``<=``, ``>``, ``>=``) whose ``b`` does not use them, holds for some of
+    their values: ``e`` at its most favourable bound. None for other conditions."""
+    if not isinstance(cond, (E.LT, E.LE, E.GT, E.GE)) or uses_var(cond.b, list(relaxed)):
+        return None
+    bounds = relax(cond.a, relaxed)
+    if bounds is None:
+        return None
+    return type(cond)(bounds.lo if isinstance(cond, (E.LT, E.LE)) else bounds.hi, cond.b)
+
+
 def relax_region(region: S.BufferRegion, relaxed: dict, known: dict | None = None,
                  binding: dict | None = None) -> Region:
     """``region`` with ``binding`` (block iterator -> value) substituted, relaxed over ``relaxed``."""
