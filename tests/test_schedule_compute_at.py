@@ -801,3 +801,27 @@ def test_compute_at_needs_a_consumer_under_the_loop():
     blocks = {name: sch.get_block(name) for name in block_names(sch)}
     unchanged_after(sch, lambda: sch.compute_at(blocks["B"], i),
                     tir.schedule.NoDependenceUnderLoopError, 'block "B"', "no consumer", "loop i")
+
+
+@T.prim_func
+def two_stage_18(A: T.Buffer((2, 18), "float32"), C: T.Buffer((2, 18), "float32")):
+    B = T.alloc_buffer((2, 18))
+    for i, j in T.grid(2, 18):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(2, 18):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+def test_reverse_compute_at_consumes_only_what_the_guarded_producer_wrote():
+    # The producer's second split overhangs ([5, 1, 2] over 3): its T.where limits each j_0
+    # iteration to 9 elements, so the consumer placed there must not read the next 9.
+    sch = tir.Schedule(two_stage_18)
+    sch.split(sch.get_loops(sch.get_block("B"))[1], factors=[None, 9])
+    sch.split(sch.get_loops(sch.get_block("B"))[2], factors=[None, 3])
+    sch.split(sch.get_loops(sch.get_block("B"))[2], factors=[5, None, 2])
+    sch.reverse_compute_at(sch.get_block("C"), sch.get_loops(sch.get_block("B"))[1])
+    assert_runs_like(two_stage_18, sch, outputs=[1])

@@ -3,15 +3,14 @@
 # (or T.if_then_else) whose condition keeps it inside. Expects flat, lowered PrimFuncs.
 from __future__ import annotations
 
-from ...arith import can_prove, linear_form, simplify
+from ...arith import can_prove, simplify
 from ...arith.bound import int_bound
 from ...ir.module import IRModule
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..schedule.primitives.region import relax
+from ..schedule.primitives.region import guarded_bounds, relax
 from ..functor import StmtExprVisitor
-from ..stmt_functor import conjuncts
 from ..verify import VerifyError
 
 
@@ -105,9 +104,10 @@ class _Checker(StmtExprVisitor):
 
     def within(self, index, size) -> bool:
         low, high = self.bounds(index)
-        low = self.guarded_extreme(index, upper=False) if low is None or not self.at_least_zero(low) else low
-        high = self.guarded_extreme(index, upper=True) if high is None or not self.below(high, size) else high
-        return low is not None and high is not None and self.at_least_zero(low) and self.below(high, size)
+        lows = [low] + guarded_bounds(index, self.guards, self.ranges, upper=False)
+        highs = [high] + guarded_bounds(index, self.guards, self.ranges, upper=True)
+        return (any(b is not None and self.at_least_zero(b) for b in lows)
+                and any(b is not None and self.below(b, size) for b in highs))
 
     def at_least_zero(self, e) -> bool:
         return can_prove(e >= E.const(0, e.dtype), self.ranges)
@@ -122,59 +122,6 @@ class _Checker(StmtExprVisitor):
             return interval.lo, interval.hi
         lo, hi = int_bound(e, self.ranges)
         return (None if lo is None else E.const(lo, e.dtype)), (None if hi is None else E.const(hi, e.dtype))
-
-    def guarded_extreme(self, index, upper: bool):
-        """The largest (or smallest) value of ``index`` under the guards: each guard ``e < b``
-        (or ``e >= b``) whose ``e`` appears in it scaled by c bounds that part by ``c * b``; the
-        rest is bounded over the loops. A predicate ``i_0 * 7 + i_2 < 3`` and ``j < 7`` caps
-        ``(i_0 * 7 + i_2) * 7 + j`` at 20."""
-        rest, bound_of_parts = index, E.const(0, index.dtype)
-        for e, bound, is_upper in (c for g in [c for g in self.guards for c in conjuncts(g)] for c in _comparisons(g)):
-            if is_upper != upper or e.dtype != index.dtype:
-                continue
-            scale = _scale(rest, e)
-            if scale is not None:
-                c = E.const(scale, index.dtype)
-                rest, bound_of_parts = simplify(rest - e * c, self.ranges), bound_of_parts + bound * c
-        extreme = self.bounds(rest)[1 if upper else 0]
-        return None if extreme is None else simplify(bound_of_parts + extreme, self.ranges)
-
-
-def _scale(index, e) -> int | None:
-    """A positive c with ``index = c * e + (terms bounded on their own)``: the ratio of the
-    coefficients of e's first term in both (index 13 * i_0 * 3 + 13 * i_1 + j over e i_0 * 3 + i_1
-    gives 13), or None."""
-    terms_e, terms_i = linear_form(e).terms, linear_form(index).terms
-    if not terms_e:
-        return None
-    key, (_, coef) = next(iter(terms_e.items()))
-    coef_i = terms_i.get(key, (None, 0))[1]
-    if coef_i == 0 or coef_i % coef or coef_i // coef <= 0:
-        return None
-    return coef_i // coef
-
-
-def _comparisons(g):
-    """(e, bound, is_upper): ``e <= bound`` (is_upper) or ``e >= bound``, from one conjunct."""
-    one = lambda x: E.const(1, x.dtype)  # noqa: E731
-    if isinstance(g, E.LT):
-        yield g.a, g.b - one(g.b), True
-        yield g.b, g.a + one(g.a), False
-    elif isinstance(g, E.LE):
-        yield g.a, g.b, True
-        yield g.b, g.a, False
-    elif isinstance(g, E.GT):
-        yield g.a, g.b + one(g.b), False
-        yield g.b, g.a - one(g.a), True
-    elif isinstance(g, E.GE):
-        yield g.a, g.b, False
-        yield g.b, g.a, True
-    elif isinstance(g, E.EQ):
-        yield g.a, g.b, True
-        yield g.a, g.b, False
-    elif isinstance(g, E.Not) and isinstance(g.a, (E.LT, E.LE, E.GT, E.GE)):
-        flipped = {E.LT: E.GE, E.LE: E.GT, E.GT: E.LE, E.GE: E.LT}[type(g.a)]
-        yield from _comparisons(flipped(g.a.a, g.a.b))
 
 
 __all__ = ["verify_memory"]

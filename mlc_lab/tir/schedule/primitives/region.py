@@ -15,7 +15,7 @@ from ....arith.simplify import Linear, from_linear, linear_form
 from ... import expr as E
 from ... import stmt as S
 from ...functor import StmtExprMutator
-from ...stmt_functor import substitute, uses_var
+from ...stmt_functor import conjuncts, substitute, uses_var
 
 
 @dataclass(frozen=True)
@@ -63,16 +63,92 @@ def satisfiable_over(cond: E.PrimExpr, relaxed: dict) -> E.PrimExpr | None:
 
 
 def relax_region(region: S.BufferRegion, relaxed: dict, known: dict | None = None,
-                 binding: dict | None = None) -> Region:
-    """``region`` with ``binding`` (block iterator -> value) substituted, relaxed over ``relaxed``."""
+                 binding: dict | None = None, guards=()) -> Region:
+    """``region`` with ``binding`` (block iterator -> value) substituted, relaxed over ``relaxed``;
+    ``guards`` (conditions on the loop variables, such as a block's T.where) narrow it."""
     out = []
     for rng in region.region:
         lo, hi = rng.min, rng.min + rng.extent - 1
         if binding:
             lo, hi = substitute(lo, binding), substitute(hi, binding)
         low, high = relax(lo, relaxed, known), relax(hi, relaxed, known)
-        out.append(None if low is None or high is None else Interval(low.lo, high.hi))
+        if low is None or high is None:
+            out.append(None)
+            continue
+        low, high = low.lo, high.hi
+        # A guard narrows a side only where that is provable for every value of the variables
+        # left symbolic, so the region keeps a fixed size (the tile loops stay constant).
+        low = next((t for t in guarded_bounds(lo, guards, relaxed, known, upper=False)
+                    if can_prove(t >= low, known) and _fixed_size(t, high, known)), low)
+        high = next((t for t in guarded_bounds(hi, guards, relaxed, known, upper=True)
+                     if can_prove(t <= high, known) and _fixed_size(low, t, known)), high)
+        out.append(Interval(low, high))
     return out
+
+
+def _fixed_size(low, high, known) -> bool:
+    return isinstance(simplify(high - low, known), E.IntImm)
+
+
+def guarded_bounds(e: E.PrimExpr, guards, relaxed: dict, known: dict | None = None,
+                   upper=True) -> list:
+    """Upper (or lower) bounds of ``e`` over the iterations where ``guards`` hold: a guard
+    ``g < b`` (or ``g >= b``) on relaxed variables whose ``g`` appears in ``e`` scaled by c bounds
+    that part by ``c * b``; the rest is relaxed. One bound per guard, and one from all of them
+    together. A predicate ``i_0 * 7 + i_2 < 3`` caps ``(i_0 * 7 + i_2) * 7 + j`` at
+    ``14 + max(j)``."""
+    usable = [c for guard in guards for part in conjuncts(guard) for c in comparisons(part)
+              if c[2] == upper and c[0].dtype == e.dtype and uses_var(c[0], list(relaxed))]
+    found = []
+    for chosen in [[c] for c in usable] + ([usable] if len(usable) > 1 else []):
+        rest, bound_of_parts, used = e, E.const(0, e.dtype), False
+        for g, bound, _ in chosen:
+            scale = guard_scale(rest, g)
+            if scale is not None:
+                c = E.const(scale, e.dtype)
+                rest, bound_of_parts, used = simplify(rest - g * c, known), bound_of_parts + bound * c, True
+        interval = relax(rest, relaxed, known) if used else None
+        if interval is not None:
+            found.append(simplify(bound_of_parts + (interval.hi if upper else interval.lo), known))
+    return found
+
+
+def guard_scale(e: E.PrimExpr, g: E.PrimExpr) -> int | None:
+    """A positive c with ``e = c * g + (terms bounded on their own)``: the ratio of the
+    coefficients of g's first term in both (13 for ``e`` = 39 * i_0 + 13 * i_1 + j and ``g`` =
+    3 * i_0 + i_1), or None."""
+    terms_g, terms_e = linear_form(g).terms, linear_form(e).terms
+    if not terms_g:
+        return None
+    key, (_, coef) = next(iter(terms_g.items()))
+    coef_e = terms_e.get(key, (None, 0))[1]
+    if coef_e == 0 or coef_e % coef or coef_e // coef <= 0:
+        return None
+    return coef_e // coef
+
+
+def comparisons(cond):
+    """(g, bound, is_upper) meaning ``g <= bound`` (is_upper) or ``g >= bound``, from one
+    comparison (``<``, ``<=``, ``>``, ``>=``, ``==``, or a negated one)."""
+    one = lambda x: E.const(1, x.dtype)  # noqa: E731
+    if isinstance(cond, E.LT):
+        yield cond.a, cond.b - one(cond.b), True
+        yield cond.b, cond.a + one(cond.a), False
+    elif isinstance(cond, E.LE):
+        yield cond.a, cond.b, True
+        yield cond.b, cond.a, False
+    elif isinstance(cond, E.GT):
+        yield cond.a, cond.b + one(cond.b), False
+        yield cond.b, cond.a - one(cond.a), True
+    elif isinstance(cond, E.GE):
+        yield cond.a, cond.b, False
+        yield cond.b, cond.a, True
+    elif isinstance(cond, E.EQ):
+        yield cond.a, cond.b, True
+        yield cond.a, cond.b, False
+    elif isinstance(cond, E.Not) and isinstance(cond.a, (E.LT, E.LE, E.GT, E.GE)):
+        flipped = {E.LT: E.GE, E.LE: E.GT, E.GT: E.LE, E.GE: E.LT}[type(cond.a)]
+        yield from comparisons(flipped(cond.a.a, cond.a.b))
 
 
 def union(a: Interval | None, b: Interval | None, known: dict | None = None) -> Interval | None:
@@ -188,7 +264,7 @@ def accessed_region(index, loop: S.For, realizes, buffer, writes: bool = False,
         relaxed.update(also_relax or {})
         for region in (block.writes if writes else block.reads):
             if region.buffer is buffer:
-                found.append(relax_region(region, relaxed, known, binding))
+                found.append(relax_region(region, relaxed, known, binding, [realize.predicate]))
     return union_regions(found, known)
 
 
