@@ -106,6 +106,17 @@ def softmax(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8, 16), "float32")):
 
 
 @T.prim_func
+def symbolic_add(a: T.handle, c: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    for i in range(n):
+        with T.block("C"):
+            vi = T.axis.spatial(n, i)
+            C[vi] = A[vi] + T.float32(1)
+
+
+@T.prim_func
 def matmul_symbolic(a: T.handle, b: T.handle, c: T.handle):
     T.func_attr({"global_symbol": "matmul_symbolic", "tir.noalias": True})
     n = T.int64()

@@ -4,6 +4,7 @@ the schedule untouched."""
 import numpy as np
 import pytest
 
+import mlc_lab
 from mlc_lab import tir
 from mlc_lab.ir import assert_structural_equal
 from mlc_lab.script.parser import from_source
@@ -46,3 +47,17 @@ def unchanged_after(sch, action, error, *fragments) -> str:
     assert all(inst.kind.startswith("get_") for inst in sch.trace.insts[steps:]), \
         "a failed primitive must not be recorded in the trace"
     return message
+
+
+def assert_runs_like(original, sch, outputs):
+    """``sch.mod`` gives on every target what ``original`` gives on the interpreter; ``outputs``
+    are the indices of the parameters the program writes."""
+    args = numerics.random_arguments(original)
+    for k in outputs:
+        args[k] = np.full_like(args[k], np.nan)
+    want = numerics.run(original, args)
+    for target in ("python", "llvm", "llvm -bounds-check"):
+        got = [a.copy() for a in args]
+        mlc_lab.build(sch.mod, target=target)["main"](*got)
+        for k in outputs:
+            np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-4, err_msg=target)

@@ -10,6 +10,7 @@ from mlc_lab.script import tir as T
 from mlc_lab.tir.schedule import TensorIntrin
 from mlc_lab.tir.verify import verify
 from schedule_checks import assert_replays, assert_same_numerics, unchanged_after
+from corpus import symbolic_add
 
 
 @T.prim_func
@@ -362,17 +363,6 @@ def test_register_checks_buffers():
 
 
 # -- relaxed bounds of symbolic extents --------------------------------------------------------------
-@T.prim_func
-def symbolic_add(a: T.handle, c: T.handle):
-    n = T.int64()
-    A = T.match_buffer(a, (n,), "float32")
-    C = T.match_buffer(c, (n,), "float32")
-    for i in range(n):
-        with T.block("C"):
-            vi = T.axis.spatial(n, i)
-            C[vi] = A[vi] + T.float32(1)
-
-
 @pytest.mark.parametrize("target", ["python", "llvm -bounds-check"])
 def test_blockize_relaxes_a_loop_of_symbolic_extent_symbolically(target):
     sch = tir.Schedule(symbolic_add)

@@ -8,7 +8,7 @@ from mlc_lab.script import tir as T
 from mlc_lab.tir.schedule.lookup import child_blocks
 from schedule_checks import assert_schedule_ok, unchanged_after
 
-from corpus import mm_relu, softmax
+from corpus import mm_relu, softmax, symbolic_add
 
 
 # -- cache_read -------------------------------------------------------------------------------------
@@ -326,17 +326,6 @@ def test_wrong_argument_types():
 
 
 # -- the copy stage covers what the block touches under its site, never more than the buffer -------
-@T.prim_func
-def symbolic_add(a: T.handle, c: T.handle):
-    n = T.int64()
-    A = T.match_buffer(a, (n,), "float32")
-    C = T.match_buffer(c, (n,), "float32")
-    for i in range(n):
-        with T.block("C"):
-            vi = T.axis.spatial(n, i)
-            C[vi] = A[vi] + T.float32(1)
-
-
 @pytest.mark.parametrize("target", ["python", "llvm", "llvm -bounds-check"])
 @pytest.mark.parametrize("primitive", ["cache_read", "cache_write"])
 def test_cache_copy_stays_inside_a_symbolic_buffer(primitive, target):

@@ -1,12 +1,9 @@
 """compute_at / reverse_compute_at: expected IR, numerics, trace replay, and every failure."""
-import numpy as np
 import pytest
 
-import mlc_lab
 from mlc_lab import tir
 from mlc_lab.script import tir as T
-from mlc_lab.tir.schedule import numerics
-from schedule_checks import assert_schedule_ok, unchanged_after
+from schedule_checks import assert_runs_like, assert_schedule_ok, unchanged_after
 
 
 # ----------------------------------------------------------------------------------------------
@@ -641,20 +638,6 @@ def test_reverse_compute_at_keeps_consumers_after_the_new_place():
 # Regions that must be exact: found by the schedule fuzzer. Each scheduled program runs on the
 # interpreter, llvm, and llvm with bounds checks (an out-of-bounds access raises IndexError), with
 # outputs pre-filled with NaN so elements it fails to write show.
-def assert_runs_like(original, sch, outputs):
-    """``sch.mod`` gives on every target what ``original`` gives on the interpreter; ``outputs``
-    are the indices of the parameters the program writes."""
-    args = numerics.random_arguments(original)
-    for k in outputs:
-        args[k] = np.full_like(args[k], np.nan)
-    want = numerics.run(original, args)
-    for target in ("python", "llvm", "llvm -bounds-check"):
-        got = [a.copy() for a in args]
-        mlc_lab.build(sch.mod, target=target)["main"](*got)
-        for k in outputs:
-            np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-4, err_msg=target)
-
-
 @T.prim_func
 def one_row(A: T.Buffer((1, 8), "float32"), C: T.Buffer((1, 8), "float32")):
     B = T.alloc_buffer((1, 8))

@@ -11,7 +11,7 @@ from mlc_lab.ir import assert_structural_equal, structural_equal
 from mlc_lab.script import tir as T
 from schedule_checks import assert_replays, assert_same_numerics, unchanged_after
 
-from corpus import mm_relu
+from corpus import mm_relu, symbolic_add
 
 
 @T.prim_func
@@ -289,17 +289,6 @@ def test_reorder_keeps_moving_loops_that_feed_one_kind_of_iterator():
     s = np.full(4, np.nan, "float32")
     mlc_lab.build(sch.mod, target="python")["main"](a, s)
     np.testing.assert_allclose(s, a.sum(1))
-
-
-@T.prim_func
-def symbolic_add(a: T.handle, c: T.handle):
-    n = T.int64()
-    A = T.match_buffer(a, (n,), "float32")
-    C = T.match_buffer(c, (n,), "float32")
-    for i in range(n):
-        with T.block("C"):
-            vi = T.axis.spatial(n, i)
-            C[vi] = A[vi] + T.float32(1)
 
 
 def test_split_of_a_symbolic_extent_needs_a_factor_product_that_covers_it():
