@@ -808,3 +808,26 @@ def test_reverse_compute_at_consumes_only_what_the_guarded_producer_wrote():
     sch.split(sch.get_loops(sch.get_block("B"))[2], factors=[5, None, 2])
     sch.reverse_compute_at(sch.get_block("C"), sch.get_loops(sch.get_block("B"))[1])
     assert_runs_like(two_stage_18, sch, outputs=[1])
+
+
+@T.prim_func
+def two_stage_4x6(A: T.Buffer((4, 6), "float32"), D: T.Buffer((4, 6), "float32")):
+    C = T.alloc_buffer((4, 6))
+    for i, j in T.grid(4, 6):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] + T.float32(1)
+    for i, j in T.grid(4, 6):
+        with T.block("D"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            D[vi, vj] = C[vi, vj] * T.float32(2)
+
+
+def test_reverse_compute_at_refuses_a_producer_that_writes_part_of_the_box_read():
+    # Each iteration of the fused-and-split loop writes 2 elements of C, part of a row; the
+    # consumer placed there would read whole rows, elements later iterations write.
+    sch = tir.Schedule(two_stage_4x6)
+    i, j = sch.get_loops(sch.get_block("C"))
+    f0, f1, f2 = sch.split(sch.fuse(i, j), factors=[6, 2, 2])
+    unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("D"), f1),
+                    tir.schedule.RegionNotCoverableError, "loop i_j_fused_1", "buffer C")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ....arith import simplify
+from ....arith.bound import int_bound
 from .. import errors
 from ... import expr as E
 from ... import stmt as S
@@ -242,6 +243,16 @@ class ComputeLocationPrimitives:
         if not forward:
             for other in needed:
                 _check_reduction_finished(idx, other, loop_node, known, fail)
+            for region in provided:
+                sparse = _sparsely_written(idx, loop_node, needed, region.buffer, required, known)
+                if sparse is not None:
+                    fail(errors.RegionNotCoverableError,
+                         f"the producers under loop {loop_name} write {sparse[0]} elements of buffer "
+                         f"{region.buffer.name} per iteration, fewer than the {sparse[1]} of the box "
+                         f'around them that block "{name}" would read (a fused or split loop writes '
+                         "part of a row): it would read elements not written yet. Split the loop so "
+                         "that each iteration writes whole rows, or compute_at the producer instead",
+                         loop_node, realize.block)
         try:
             domains = block_var_domains(realize.block, provided, required, known,
                                         cover_all=forward)
@@ -276,6 +287,31 @@ class ComputeLocationPrimitives:
         moved = realize_over(realize.block, domains, preserve_unit_loops, known, predicate)
         body = remove_and_insert(func.body, remove=realize, insert=(loop_node, position, moved))
         self._update(func_name, func.replace(body=body), primitive)
+
+
+def _sparsely_written(idx, loop: S.For, producers, buffer, required: dict, known: dict):
+    """(elements written, elements in their box) per iteration of ``loop`` when the producers
+    write fewer elements of ``buffer`` than the box around them holds (both known constants),
+    else None. Each producer iteration writes one element, so its loop nest's size bounds them."""
+    box = required.get(id(buffer))
+    if not box or any(interval is None for interval in box):
+        return None
+    volume = 1   # the smallest the box gets over the iterations of the loops around ``loop``
+    for interval in box:
+        smallest = int_bound(simplify(interval.hi - interval.lo + 1, known), known)[0]
+        volume *= max(1, smallest or 1)   # a box around written elements spans one at least
+    written = 0
+    for producer in producers:
+        if not any(w.buffer is buffer for w in producer.block.writes):
+            continue
+        count = 1
+        for lp in loops_between(idx, producer, loop):
+            extent = simplify(lp.extent, known)
+            if not isinstance(extent, E.IntImm):
+                return None
+            count *= extent.value
+        written += count
+    return (written, volume) if written < volume else None
 
 
 def _check_reduction_finished(idx, producer, loop: S.For, known: dict, fail) -> None:
