@@ -448,3 +448,11 @@ def test_blockize_of_an_overhanging_split_keeps_the_outer_iterator_in_its_domain
             b = np.full((5, 4), np.nan, "float32")
             mlc_lab.build(sch.mod, target=target)["main"](a, b)
             np.testing.assert_allclose(b, a + 1)
+
+
+def test_blockize_outer_predicate_round_trips():
+    # The outer block's T.where comes out as 0 < n; it must print as what the parser builds.
+    sch = tir.Schedule(symbolic_add)
+    sch.split(sch.get_loops(sch.get_block("C"))[0], factors=[None, 3])
+    sch.blockize(sch.get_loops(sch.get_block("C"))[0])
+    assert_structural_equal(from_source(sch.mod.script()), sch.mod)

@@ -14,7 +14,7 @@ from ..instruction import instruction
 from ..rv import BlockRV, LoopRV
 from .common import (SimplifyingSubstitute, all_blocks_under, const_int, loop_ranges,
                      substitute_and_simplify)
-from .region import satisfiable_over
+from .region import constant_on_right, satisfiable_over
 
 
 class BlockizePrimitives:
@@ -268,7 +268,7 @@ def _divide_predicate(realize, loops, all_loops, outer_ivs, outer_values, func, 
         # not take its outer iterator past that iterator's domain).
         some_inner = satisfiable_over(cond, inner_ranges)
         if some_inner is not None and not uses_var(some_inner, list(inner_ranges)):
-            outer += conjuncts(simplify(some_inner, loop_ranges(all_loops)))
+            outer += [constant_on_right(c) for c in conjuncts(simplify(some_inner, loop_ranges(all_loops)))]
         cond = simplify(substitute(cond, as_iter))
         left = [v for v in outer_loops if uses_var(cond, v)]
         if left:

@@ -19,7 +19,7 @@ from ..rv import BlockRV
 from .cache import replace_flat, taken_buffer_names, unique_block_name, unique_name
 from .common import (first_loop_feeding_reduction, is_reduction_block, loop_iter_type,
                      mixed_loop_of_reduction, substitute_and_simplify)
-from .region import satisfiable_over
+from .region import constant_on_right, satisfiable_over
 from .injective import repeated_points
 
 
@@ -358,7 +358,7 @@ def _slots_predicate(predicate, dropped: dict):
         relaxed = satisfiable_over(c, dropped)
         if relaxed is None:
             return None
-        kept.append(relaxed)
+        kept.append(constant_on_right(relaxed))
     return and_all(kept)
 
 

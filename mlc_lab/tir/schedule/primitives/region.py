@@ -62,6 +62,15 @@ def satisfiable_over(cond: E.PrimExpr, relaxed: dict) -> E.PrimExpr | None:
     return type(cond)(bounds.lo if isinstance(cond, (E.LT, E.LE)) else bounds.hi, cond.b)
 
 
+def constant_on_right(cond: E.PrimExpr) -> E.PrimExpr:
+    """``0 < n`` as ``n > 0``: the script parser reads a comparison with a Python number on the
+    left as the mirrored one, so IR written this way prints and parses back the same."""
+    mirrored = {E.LT: E.GT, E.LE: E.GE, E.GT: E.LT, E.GE: E.LE}
+    if type(cond) in mirrored and isinstance(cond.a, E.IntImm) and not isinstance(cond.b, E.IntImm):
+        return mirrored[type(cond)](cond.b, cond.a)
+    return cond
+
+
 def relax_region(region: S.BufferRegion, relaxed: dict, known: dict | None = None,
                  binding: dict | None = None, guards=()) -> Region:
     """``region`` with ``binding`` (block iterator -> value) substituted, relaxed over ``relaxed``;
