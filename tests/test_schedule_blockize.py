@@ -456,3 +456,30 @@ def test_blockize_outer_predicate_round_trips():
     sch.split(sch.get_loops(sch.get_block("C"))[0], factors=[None, 3])
     sch.blockize(sch.get_loops(sch.get_block("C"))[0])
     assert_structural_equal(from_source(sch.mod.script()), sch.mod)
+
+
+@T.prim_func
+def row_sum(A: T.Buffer((5, 8), "float32"), S: T.Buffer((5,), "float32")):
+    for i, k in T.grid(5, 8):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk]
+
+
+@pytest.mark.parametrize("loop", [0, 1])
+def test_blockize_of_a_block_rfactor_left_without_reduce_iterators(loop):
+    # rfactor of the only reduce loop leaves S_rf all spatial, with an init that runs at every
+    # point. blockize then gives an outer block whose unit iterator indexes nothing the init
+    # writes: one value, so the init still runs once per element, and the module verifies.
+    sch = tir.Schedule(row_sum)
+    sch.rfactor(sch.get_loops(sch.get_block("S"))[1], factor_axis=0)
+    outer = sch.blockize(sch.get_loops(sch.get_block("S_rf"))[loop])
+    block = sch.get(outer)
+    assert block.init is not None
+    assert not any(iv.iter_type == "reduce" for iv in block.iter_vars)
+    assert verify(sch.mod["main"])
+    assert_structural_equal(from_source(sch.mod["main"].script()), sch.mod["main"])
+    assert_same_numerics(row_sum, sch.mod["main"])
+    assert_replays(sch, row_sum)

@@ -408,3 +408,34 @@ def test_cache_write_copy_back_skips_iterations_the_writer_skips():
         c = np.full((4, 8), np.nan, "float32")
         mlc_lab.build(sch.mod, target=target)["main"](a, c)
         np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
+
+
+@T.prim_func
+def partial_row_sum(A: T.Buffer((6, 12), "float32"), S: T.Buffer((6,), "float32")):
+    for i, k in T.grid(6, 12):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            T.where(k < 7)
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk]
+
+
+def test_cache_copies_only_the_columns_a_guarded_block_touches():
+    # S reads columns 0..6 only, so A_global holds those; the cache_write of A_global's writer
+    # (split so that its loops overhang the 12 columns) must copy back those 7 columns alone, not
+    # the 12 of the loop nest, five of which nothing ever wrote.
+    sch = tir.Schedule(partial_row_sum)
+    sch.cache_read(sch.get_block("S"), 0, "global")
+    sch.compute_at(sch.get_block("A_global"), sch.get_loops(sch.get_block("S"))[0],
+                   preserve_unit_loops=False)
+    sch.split(sch.get_loops(sch.get_block("A_global"))[1], factors=[3, 2, 3])
+    sch.cache_write(sch.get_block("A_global"), 0, "global")
+    copy_loops = sch.get_loops(sch.get_block("A_global_global"))
+    assert sch.get(copy_loops[-1]).extent.value == 7
+    a = np.random.default_rng(1).standard_normal((6, 12)).astype("float32")
+    for target in ("python", "llvm"):
+        s = np.zeros(6, "float32")
+        mlc_lab.build(sch.mod, target=target)["main"](a, s)
+        np.testing.assert_allclose(s, a[:, :7].sum(1), rtol=1e-5)
+    assert_schedule_ok(sch, partial_row_sum)

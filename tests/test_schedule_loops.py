@@ -409,3 +409,17 @@ def test_debug_mask_verifies_the_initial_module_and_checks_its_type(monkeypatch)
     tir.Schedule(broken)
     with pytest.raises(TypeError, match="debug_mask"):
         tir.Schedule(scale_10x4, debug_mask="some")
+
+
+def test_get_returns_the_ir_behind_a_handle():
+    sch = tir.Schedule(mm_relu)
+    block = sch.get_block("Y")
+    i, j, k = sch.get_loops(block)
+    jo, ji = sch.split(j, factors=[None, 32])
+    assert [sch.get(lp).extent.value for lp in (jo, ji)] == [4, 32]
+    assert sch.get(block).name_hint == "Y" and sch.get("Y") is sch.get(block)
+    assert [iv.iter_type for iv in sch.get(block).iter_vars] == ["spatial", "spatial", "reduce"]
+    with pytest.raises(TypeError, match="sch.get: expects a BlockRV"):
+        sch.get(3.5)
+    with pytest.raises(errors.InvalidHandleError, match="loop j no longer exists"):
+        sch.get(j)

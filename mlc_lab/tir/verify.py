@@ -283,11 +283,14 @@ class _Verifier(StmtExprVisitor):
     def check_init(self, block: S.Block) -> None:
         """An init without reduce iterators runs at every point (rfactor of a whole reduce loop
         makes such blocks); that is only sound when every iterator indexes what the init
-        writes, else the iterator left out is a reduction axis declared spatial."""
+        writes, else the iterator left out is a reduction axis declared spatial. A unit iterator
+        (blockize of a whole rfactor'd loop makes one) takes one value, so it repeats nothing."""
         if any(iv.iter_type == "reduce" for iv in block.iter_vars):
             return
         indexed = free_vars([store.indices for store in stores_in(block.init)])
-        culprit = next((iv for iv in block.iter_vars if all(v is not iv.var for v in indexed)), None)
+        culprit = next((iv for iv in block.iter_vars if all(v is not iv.var for v in indexed)
+                        and not (isinstance(iv.dom.extent, E.IntImm) and iv.dom.extent.value == 1)),
+                       None)
         if culprit is not None:
             self.fail(f"block {block.name_hint} has a T.init() but no reduce iterator, and its iterator "
                       f"{culprit.var.name} does not index what the init writes", block.init,

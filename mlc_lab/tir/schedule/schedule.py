@@ -141,6 +141,18 @@ class ScheduleBase:
     def _loop_rv_of_var(self, var, func_name: str) -> LoopRV:
         return LoopRV(var, func_name)
 
+    def get(self, rv):
+        """The IR behind a handle, as it is now: the Block of a BlockRV (or block name), the For
+        of a LoopRV; a sampled value (already a plain int) is returned as it is."""
+        if isinstance(rv, LoopRV):
+            return self._resolve_loop(rv, "get", "rv")[1]
+        if isinstance(rv, (BlockRV, str)):
+            return self._resolve_block(rv, "get", "rv")[1].block
+        if isinstance(rv, int):
+            return rv
+        raise TypeError(f"sch.get: expects a BlockRV, a LoopRV or a sampled value, got "
+                        f"{type(rv).__name__}: {rv!r}")
+
     # -- queries (traced, so a trace replays from scratch) ------------------------------------
     @instruction
     def get_block(self, name: str, func_name: str | None = None) -> BlockRV:

@@ -245,10 +245,11 @@ class StageSite:
     def relaxed_region(self, realize, region: S.BufferRegion) -> list:
         """The part of ``region`` (in the iterators of ``realize``) that the target block touches
         over all iterations of the loops under the site: one Interval, or None when it cannot be
-        bounded, per dimension; the outer loops stay symbolic."""
+        bounded, per dimension; the outer loops stay symbolic. The block's T.where narrows it: an
+        iteration it skips touches nothing."""
         binding = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
         inner = {loop.loop_var: S.Range(loop.min, loop.extent) for loop in self.inner_loops}
-        return relax_region(region, inner, self.known(), binding)
+        return relax_region(region, inner, self.known(), binding, guards=(realize.predicate,))
 
     @staticmethod
     def find(scope, target, accept) -> "StageSite":
