@@ -13,7 +13,8 @@ from ..instruction import instruction
 from ..lookup import StmtReplacer
 from ..rv import BlockRV
 from .common import all_blocks_under, writers_in_scope
-from .region import Interval, block_var_domains, realize_over, relax_region
+from .block_domain import block_var_domains, realize_over
+from .region import Interval, relax_region
 
 
 class CachePrimitives:

@@ -10,10 +10,11 @@ from ... import stmt as S
 from ..instruction import instruction
 from ..lookup import child_blocks
 from .common import dataflow_violation
-from .region import (Interval, UncoverableRegion, accessed_region, block_var_domains,
-                     enclosing_ranges, loop_children, loops_between, predicate_in_iterators,
-                     realize_over, relax, remove_and_insert, shared_by_threads,
-                     uncovered_iterator)
+from .block_domain import (UncoverableRegion, accessed_region, block_var_domains,
+                           enclosing_ranges, loops_between, predicate_in_iterators, realize_over,
+                           shared_by_threads, uncovered_iterator)
+from .region import Interval, relax
+from .surgery import loop_children, remove_and_insert
 
 
 class ComputeLocationPrimitives:

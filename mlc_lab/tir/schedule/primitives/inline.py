@@ -12,7 +12,7 @@ from ..instruction import instruction
 from ..lookup import StmtReplacer, child_blocks, replace_stmts
 from ...stmt_functor import loads_in, substitute, uses_var
 from .common import dataflow_violation
-from .region import remove_and_insert
+from .surgery import remove_and_insert
 
 
 class InlinePrimitives:
