@@ -12,7 +12,7 @@ import mlc_lab
 from mlc_lab.codegen import CodegenError, render
 from mlc_lab.runtime import interpreter
 from mlc_lab.runtime import llvm_runtime
-from mlc_lab.runtime.llvm_runtime import build_llvm
+from mlc_lab.runtime.llvm_runtime import VectorizeWarning, build_llvm
 from mlc_lab.script import tir as T
 
 RNG = np.random.default_rng(0)
@@ -503,3 +503,26 @@ def test_long_unrolled_loop_is_unrolled_by_a_bounded_count():
     a = rand(1000)
     _, b = run_both(unrolled_long, [a, np.zeros(1000, "float32")])
     np.testing.assert_allclose(b, 2 * a)
+
+
+@T.prim_func
+def _row_max_vectorized_rows(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64,), "float32")):
+    for i in T.vectorized(64):
+        for k in range(64):
+            with T.block("B"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    B[vi] = T.float32(-1e30)
+                B[vi] = T.max(B[vi], T.exp(A[vi, vk]) / (A[vk, vi] + T.float32(2)))
+
+
+def test_a_loop_llvm_cannot_vectorize_is_one_warning_not_stderr_noise(capfd):
+    # The outer loop holds a 64-step reduction loop (too long to unroll away), and LLVM's loop
+    # vectorizer takes innermost loops only.
+    with pytest.warns(VectorizeWarning, match="1 loop.s. marked vectorized stayed scalar"):
+        lib = mlc_lab.build(_row_max_vectorized_rows, target="llvm")
+    assert "loop not vectorized" not in capfd.readouterr().err
+    a = np.random.default_rng(0).random((64, 64), dtype="float32")
+    b = np.zeros(64, "float32")
+    lib["_row_max_vectorized_rows"](a, b)
+    np.testing.assert_allclose(b, (np.exp(a) / (a.T + 2)).max(1), rtol=1e-6)

@@ -13,9 +13,13 @@ convention itself is documented in ``mlc_lab.codegen.llvm``.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
+import sys
+import tempfile
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import llvmlite.binding as llvm
@@ -125,6 +129,40 @@ def host_target_machine(mcpu: str | None = None):
                                         features=llvm.get_host_cpu_features().flatten(), opt=3)
 
 
+_NOT_VECTORIZED = "loop not vectorized"
+
+
+class VectorizeWarning(UserWarning):
+    """A loop marked vectorized that LLVM left scalar (the values it computes are unchanged)."""
+
+
+@contextlib.contextmanager
+def _llvm_diagnostics():
+    """LLVM prints its diagnostics on file descriptor 2, one line per loop it was asked to
+    vectorize and could not. Those lines become one Python warning (which a notebook shows and a
+    filter can silence); any other diagnostic goes on to ``sys.stderr``."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            lines = capture.read().decode(errors="replace").splitlines()
+    missed = sum(_NOT_VECTORIZED in line for line in lines)
+    rest = [line for line in lines if _NOT_VECTORIZED not in line]
+    if rest:
+        print("\n".join(rest), file=sys.stderr)
+    if missed:
+        warnings.warn(f"llvm: {missed} loop(s) marked vectorized stayed scalar: LLVM could not "
+                      "vectorize them (an inner loop, a branch, a call or an irregular index in the "
+                      "body); they still compute the same values, one element at a time",
+                      VectorizeWarning, stacklevel=4)
+
+
 class JITModule:
     """LLVM IR text compiled for the host (or the CPU named by ``mcpu``): parsed, verified,
     optimised at -O3, loaded by MCJIT."""
@@ -141,7 +179,8 @@ class JITModule:
         tuning.loop_vectorization = True
         tuning.slp_vectorization = True
         passes = llvm.create_pass_builder(machine, tuning)
-        passes.getModulePassManager().run(module, passes)
+        with _llvm_diagnostics():
+            passes.getModulePassManager().run(module, passes)
         self.optimized_ir = str(module)
         self.engine = llvm.create_mcjit_compiler(module, machine)   # the engine owns `machine`
         self.engine.finalize_object()

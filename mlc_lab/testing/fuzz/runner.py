@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import multiprocessing
 import traceback
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from ... import build, tir
 from ...ir import structural_equal
+from ...runtime.llvm_runtime import VectorizeWarning
 from ...script import from_source
 from ...tir.schedule import ScheduleError, Trace
 from ...tir.verify import VerifyError, verify
@@ -132,6 +134,8 @@ def _short(exc: BaseException) -> str:
 
 # -- worker processes ------------------------------------------------------------------------------
 def _worker(conn) -> None:
+    # A loop LLVM leaves scalar computes the same values: not a finding, and not worth a line.
+    warnings.simplefilter("ignore", VectorizeWarning)
     while True:
         task = conn.recv()
         if task is None:
