@@ -439,3 +439,31 @@ def test_cache_copies_only_the_columns_a_guarded_block_touches():
         mlc_lab.build(sch.mod, target=target)["main"](a, s)
         np.testing.assert_allclose(s, a[:, :7].sum(1), rtol=1e-5)
     assert_schedule_ok(sch, partial_row_sum)
+
+
+@T.prim_func
+def int_row_sum(A: T.Buffer((4, 18), "int32"), S: T.Buffer((4,), "int32")):
+    for i, k in T.grid(4, 18):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = 0
+            S[vi] = S[vi] + A[vi, vk]
+
+
+def test_cache_read_of_an_rfactor_buffer_copies_only_the_slots_written():
+    # k = k_0 * 8 + k_1 over 7 * 8 iterations: only k_0 < 3 reaches k < 18, so the rf buffer's
+    # slots 3..6 are never written, and the final sum's T.where (k_0 * 8 < 18) reads slots 0..2.
+    # The copy must use that guard, divided by its coefficient (k_0 <= 2), to skip the rest.
+    sch = tir.Schedule(int_row_sum)
+    sch.split(sch.get_loops(sch.get_block("S"))[1], factors=[7, 8])
+    sch.rfactor(sch.get_loops(sch.get_block("S"))[1], factor_axis=1)
+    sch.cache_read(sch.get_block("S"), 0, "shared")
+    copy_loops = sch.get_loops(sch.get_block("S_rf_shared"))
+    assert [sch.get(lp).extent.value for lp in copy_loops] == [4, 3]
+    a = np.random.default_rng(3).integers(-50, 50, (4, 18)).astype("int32")
+    for target in ("python", "llvm"):
+        s = np.zeros(4, "int32")
+        mlc_lab.build(sch.mod, target=target)["main"](a, s)
+        np.testing.assert_array_equal(s, a.sum(1))
+    assert_schedule_ok(sch, int_row_sum)

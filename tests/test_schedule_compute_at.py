@@ -1,9 +1,13 @@
 """compute_at / reverse_compute_at: expected IR, numerics, trace replay, and every failure."""
+import numpy as np
 import pytest
 
+import mlc_lab
 from mlc_lab import tir
+from mlc_lab.tir.schedule import errors
 from mlc_lab.script import tir as T
 from schedule_checks import assert_runs_like, assert_schedule_ok, unchanged_after
+from corpus import symbolic_add
 
 
 # ----------------------------------------------------------------------------------------------
@@ -831,3 +835,51 @@ def test_reverse_compute_at_refuses_a_producer_that_writes_part_of_the_box_read(
     f0, f1, f2 = sch.split(sch.fuse(i, j), factors=[6, 2, 2])
     unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("D"), f1),
                     tir.schedule.RegionNotCoverableError, "loop i_j_fused_1", "buffer C")
+
+
+def test_reverse_compute_at_refuses_a_tile_it_cannot_bound():
+    # Splitting a length-n loop by [4, 3, None] makes a tile of 3 * ceildiv(n, 12) elements: a
+    # factor of unknown sign, so the part one iteration of i_0 writes has no bounds, and the
+    # consumer placed there would read all of C_local, most of it not written yet.
+    sch = tir.Schedule(symbolic_add)
+    block = sch.get_block("C")
+    sch.split(sch.get_loops(block)[0], factors=[4, 3, None])
+    sch.cache_write(block, 0, "local")
+    i0 = sch.get_loops(block)[0]
+    unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("C_local"), i0),
+                    errors.RegionNotCoverableError, "C_local", "loop i_0", "cannot be bounded")
+
+
+@T.prim_func
+def three_stages(A: T.Buffer((10, 9), "float32"), D: T.Buffer((10, 9), "float32")):
+    B = T.alloc_buffer((10, 9))
+    C = T.alloc_buffer((10, 9))
+    for i, j in T.grid(10, 9):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(10, 9):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+    for i, j in T.grid(10, 9):
+        with T.block("D"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            D[vi, vj] = T.max(C[vi, vj], T.float32(0))
+
+
+def test_reverse_compute_at_skips_the_iterations_its_producer_skips():
+    # The second split divides a unit loop into 5 pieces, four of which C skips (its T.where
+    # holds for i_2_1 == 0 only). D placed under those loops must skip them as well: there it
+    # would read rows of C that a later iteration of i_1 writes.
+    sch = tir.Schedule(three_stages)
+    c = sch.get_block("C")
+    sch.split(sch.get_loops(c)[0], factors=[2, 7, None])
+    sch.split(sch.get_loops(c)[2], factors=[1, 5, None])
+    sch.reverse_compute_at(sch.get_block("D"), sch.get_loops(c)[4])
+    assert "i_2_0 * 5 + i_2_1 + i_2_2 < 1" in sch.mod["main"].script().split('T.block("D")')[1]
+    assert_schedule_ok(sch, three_stages)
+    a = np.random.default_rng(2).standard_normal((10, 9)).astype("float32")
+    d = np.full((10, 9), np.nan, "float32")
+    mlc_lab.build(sch.mod, target="llvm")["main"](a, d)
+    np.testing.assert_allclose(d, np.maximum(a * 2 + 1, 0), rtol=1e-6)

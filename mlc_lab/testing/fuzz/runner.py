@@ -154,6 +154,7 @@ class Workers:
     def __init__(self, jobs: int, timeout: float):
         self.context = multiprocessing.get_context("spawn")
         self.timeout = timeout
+        self.retried = set()   # (seed, trial) of the tasks that overran once
         self.slots = [self._start() for _ in range(max(1, jobs))]
 
     def _start(self):
@@ -178,16 +179,21 @@ class Workers:
                     try:
                         steps, finding = slot[1].recv()
                     except EOFError:
-                        steps, finding = task[2], self._died(k)
+                        steps, finding = _steps_of(task), self._died(k)
                     self.slots[k][2] = None
                     yield task, steps, finding
                 elif not slot[0].is_alive():
-                    yield task, task[2], self._died(k)
+                    yield task, _steps_of(task), self._died(k)
                 elif _clock() - started > self.timeout:
                     slot[0].kill()
                     slot[0].join()
                     self.slots[k] = self._start()
-                    yield task, task[2], Finding("hang", "trial", f"no result after {self.timeout:.0f} s")
+                    if task[:2] not in self.retried:   # a busy machine can stall a trial once
+                        self.retried.add(task[:2])
+                        pending.append(task)
+                        continue
+                    yield task, _steps_of(task), Finding("hang", "trial",
+                                                         f"no result after {self.timeout:.0f} s, twice")
 
     def _died(self, k) -> Finding:
         code = self.slots[k][0].exitcode
@@ -204,6 +210,15 @@ class Workers:
             process.join(timeout=5)
             if process.is_alive():
                 process.kill()
+
+
+def _steps_of(task) -> list:
+    """The steps of a task; generated here when the worker that generated them is gone."""
+    seed, trial, steps, _ = task
+    if steps is None:
+        program, rng = trial_program(seed, trial)
+        steps = generate_steps(program, rng)
+    return steps
 
 
 def _clock() -> float:

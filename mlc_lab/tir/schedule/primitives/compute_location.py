@@ -2,11 +2,12 @@
 (move a consumer under a producer's loop), each covering exactly the region needed there."""
 from __future__ import annotations
 
-from ....arith import simplify
+from ....arith import can_prove, simplify
 from ....arith.bound import int_bound
 from .. import errors
 from ... import expr as E
 from ... import stmt as S
+from ...stmt_functor import and_all, conjuncts, uses_var
 from ..instruction import instruction
 from ..lookup import child_blocks
 from .common import dataflow_violation
@@ -245,6 +246,16 @@ class ComputeLocationPrimitives:
             for other in needed:
                 _check_reduction_finished(idx, other, loop_node, known, fail)
             for region in provided:
+                box = required.get(id(region.buffer))
+                if not _provably_equal(loop_node.extent, E.const(1, loop_node.extent.dtype), known) \
+                        and (box is None or any(interval is None for interval in box)):
+                    fail(errors.RegionNotCoverableError,
+                         f"the part of buffer {region.buffer.name} that the producers under loop "
+                         f"{loop_name} write in one iteration cannot be bounded (an index is not "
+                         "affine in the loops, or multiplies one by a factor of unknown sign), so "
+                         f'block "{name}" would read all of it in every iteration, elements not '
+                         "written yet among them; compute_at the producer instead, or split with "
+                         "constant factors", loop_node, realize.block)
                 sparse = _sparsely_written(idx, loop_node, needed, region.buffer, required, known)
                 if sparse is not None:
                     fail(errors.RegionNotCoverableError,
@@ -285,9 +296,32 @@ class ComputeLocationPrimitives:
                  f'block "{name}" has a T.where ({realize.predicate}) over loops it would leave that '
                  "cannot be rewritten in its iterators, so the iterations it skips could not be "
                  f"skipped under loop {loop_name}", realize.block)
+        if not forward:
+            predicate = and_all([predicate] + _producers_guard(idx, needed, loop_node, known, fail,
+                                                               name, loop_name))
         moved = realize_over(realize.block, domains, preserve_unit_loops, known, predicate)
         body = remove_and_insert(func.body, remove=realize, insert=(loop_node, position, moved))
         self._update(func_name, func.replace(body=body), primitive)
+
+
+def _producers_guard(idx, producers, loop: S.For, known: dict, fail, name: str, loop_name: str):
+    """The conditions on ``loop`` and the loops around it under which the producers write at all:
+    a T.where conjunct free of the loops inside ``loop`` (an overhanging split makes them) skips
+    whole iterations of it, and the consumer moved there must skip them too, or it would read
+    what a later iteration writes. With several producers their conditions would have to be
+    or-ed per element, so that case is refused."""
+    guards = []
+    for producer in producers:
+        inner = [lp.loop_var for lp in loops_between(idx, producer, loop)]
+        guards.append([c for c in conjuncts(producer.predicate)
+                       if not uses_var(c, inner) and not can_prove(c, known)])
+    if len(producers) > 1 and any(guards):
+        fail(errors.RegionNotCoverableError,
+             f"a producer under loop {loop_name} writes in only some of its iterations (T.where "
+             f"{and_all(next(g for g in guards if g))}), and there are several producers, so "
+             f'no single condition says when block "{name}" may read; reverse_compute_at needs '
+             "the producers to write in every iteration of the loop", loop)
+    return guards[0] if guards else []
 
 
 def _sparsely_written(idx, loop: S.For, producers, buffer, required: dict, known: dict):

@@ -9,10 +9,11 @@ ranges, loops outside it stay as variables (so a region under ``i_0`` reads ``A[
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ....arith import can_prove, simplify
-from ....arith.simplify import linear_form
+from ....arith.simplify import Linear, from_linear, linear_form
 from ... import expr as E
 from ... import stmt as S
 from ...stmt_functor import conjuncts, substitute, uses_var
@@ -106,7 +107,7 @@ def guarded_bounds(e: E.PrimExpr, guards, relaxed: dict, known: dict | None = No
     that part by ``c * b``; the rest is relaxed. One bound per guard, and one from all of them
     together. A predicate ``i_0 * 7 + i_2 < 3`` caps ``(i_0 * 7 + i_2) * 7 + j`` at
     ``14 + max(j)``."""
-    usable = [c for guard in guards for part in conjuncts(guard) for c in comparisons(part)
+    usable = [_divided(*c) for guard in guards for part in conjuncts(guard) for c in comparisons(part)
               if c[2] == upper and c[0].dtype == e.dtype and uses_var(c[0], list(relaxed))]
     found = []
     for chosen in [[c] for c in usable] + ([usable] if len(usable) > 1 else []):
@@ -120,6 +121,21 @@ def guarded_bounds(e: E.PrimExpr, guards, relaxed: dict, known: dict | None = No
         if interval is not None:
             found.append(simplify(bound_of_parts + (interval.hi if upper else interval.lo), known))
     return found
+
+
+def _divided(g: E.PrimExpr, bound: E.PrimExpr, upper: bool):
+    """``g <= bound`` (or ``>=``) with g's coefficients divided by their common factor d: ``8 * k
+    <= 17`` becomes ``k <= 2``, so that the guard bounds ``k`` where it appears alone."""
+    lin = linear_form(g)
+    d = 0
+    for _, coef in lin.terms.values():
+        d = math.gcd(d, coef)
+    if d <= 1 or lin.const % d:
+        return g, bound, upper
+    reduced = Linear({key: (atom, coef // d) for key, (atom, coef) in lin.terms.items()}, lin.const // d)
+    c = E.const(d, bound.dtype)
+    return (from_linear(reduced, g.dtype),
+            simplify(E.FloorDiv(bound, c) if upper else E.FloorDiv(bound + c - 1, c)), upper)
 
 
 def guard_scale(e: E.PrimExpr, g: E.PrimExpr) -> int | None:
@@ -205,12 +221,16 @@ def _relax(e, relaxed: dict, known: dict):
     if isinstance(e, (E.Min, E.Max)):
         return type(e)(a[0], b[0]), type(e)(a[1], b[1])
     if isinstance(e, E.Mul):
-        if not isinstance(b[0], E.IntImm) or b[0] is not b[1]:
+        if b[0] is not b[1]:
             a, b = b, a
-        if not isinstance(b[0], E.IntImm) or b[0] is not b[1]:
+        if b[0] is not b[1]:
             return None
-        c = b[0]
-        return (a[0] * c, a[1] * c) if c.value >= 0 else (a[1] * c, a[0] * c)
+        c = b[0]   # loop-invariant: a constant, or a symbolic factor of known sign
+        if can_prove(c >= 0, known):
+            return a[0] * c, a[1] * c
+        if can_prove(c <= 0, known):
+            return a[1] * c, a[0] * c
+        return None
     c = b[0]
     if not isinstance(c, E.IntImm) or b[0] is not b[1] or c.value <= 0:
         return None
