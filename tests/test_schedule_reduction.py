@@ -370,3 +370,24 @@ def test_rfactor_refuses_predicates_it_cannot_carry_to_the_write_back():
     with pytest.raises(errors.PredicateNotFactorableError):
         sch.rfactor(k0, factor_axis=0)
     assert sch.mod is before
+
+
+@T.prim_func
+def sum_two_axes(A: T.Buffer((4, 3, 3), "float32"), S: T.Buffer((4,), "float32")):
+    for i, c, k in T.grid(4, 3, 3):
+        with T.block("S"):
+            vi, vc, vk = T.axis.remap("SRR", [i, c, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vc, vk]
+
+
+def test_rfactor_write_back_drops_a_guard_every_slot_satisfies():
+    # The overhanging split of k guards S with k_0 * 2 + k_1 + k_2 < 3; every rf slot (one per c)
+    # has iterations that pass it (k_0 = k_1 = k_2 = 0), so the write-back needs no T.where: the
+    # guard over the loops it leaves folds to true and is dropped, not kept as "0 < 3".
+    sch = tir.Schedule(sum_two_axes)
+    sch.split(sch.get_loops(sch.get_block("S"))[2], factors=[2, 2, None])
+    sch.rfactor(sch.get_loops(sch.get_block("S"))[1], factor_axis=0)
+    assert "T.where" not in sch.mod["main"].script().split('T.block("S")')[1]
+    assert_schedule_ok(sch, sum_two_axes)

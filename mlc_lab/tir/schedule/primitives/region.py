@@ -60,7 +60,7 @@ def satisfiable_over(cond: E.PrimExpr, relaxed: dict) -> E.PrimExpr | None:
     bounds = relax(cond.a, relaxed)
     if bounds is None:
         return None
-    return type(cond)(bounds.lo if isinstance(cond, (E.LT, E.LE)) else bounds.hi, cond.b)
+    return simplify(type(cond)(bounds.lo if isinstance(cond, (E.LT, E.LE)) else bounds.hi, cond.b))
 
 
 def constant_on_right(cond: E.PrimExpr) -> E.PrimExpr:

@@ -175,7 +175,7 @@ def _slots_predicate(predicate, dropped: dict):
         relaxed = satisfiable_over(c, dropped)
         if relaxed is None:
             return None
-        kept.append(constant_on_right(relaxed))
+        kept.extend(constant_on_right(part) for part in conjuncts(relaxed))
     return and_all(kept)
 
 
