@@ -7,6 +7,7 @@ from .driver import build
 from .ir import IRModule, transform
 from .runtime import ndarray as nd
 from .runtime.device import Device, cpu, cuda
+from .runtime.device import device
 from .runtime.packed import get_global_func, register_func
 from .tir.transform import lower
 
@@ -18,3 +19,4 @@ __version__ = "0.1.0"
 __all__ = ["arith", "frontend", "ir", "relax", "runtime", "script", "te", "tir", "topi",
            "transform", "build", "lower", "IRModule", "nd", "Device", "cpu", "cuda", "register_func",
            "get_global_func"]
+__all__ += ["device"]

@@ -58,6 +58,14 @@ class Buffer(Node):
     def vload(self, indices) -> BufferLoad:
         return self[indices]
 
+    def access_ptr(self, access_mask="rw", *args, **kwargs):
+        """Not provided: the loop IR has no pointers, so a kernel cannot be handed a buffer's
+        address (as for ``T.call_extern`` of a hand-written C kernel)."""
+        raise NotImplementedError(
+            f"{self.name}.access_ptr: mlc_lab has no pointers into buffers, so buffers cannot be "
+            "passed to an external C kernel; write the kernel as loops in a T.prim_func (for a "
+            "tensor intrinsic, as the impl given to tir.TensorIntrin.register)")
+
 
 def _index(i, buffer: Buffer) -> PrimExpr:
     if isinstance(i, PrimExpr):
