@@ -20,3 +20,12 @@ __all__ = ["arith", "frontend", "ir", "relax", "runtime", "script", "te", "tir",
            "transform", "build", "lower", "IRModule", "nd", "Device", "cpu", "cuda", "register_func",
            "get_global_func"]
 __all__ += ["device"]
+
+
+def __getattr__(name: str):
+    # mlc_lab.testing and mlc_lab.contrib load on first use, so `mlc_lab.testing.assert_allclose`
+    # works after a plain `import mlc_lab`, as `tvm.testing` does in the course.
+    if name in ("testing", "contrib"):
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

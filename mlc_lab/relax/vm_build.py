@@ -1,4 +1,5 @@
-"""``relax.vm_build.build``: the course-era module path of ``relax.build``."""
+"""``relax.vm_build``: the course-era module path of ``relax.build`` and its Executable."""
 from .build import build
+from .vm import Executable
 
-__all__ = ["build"]
+__all__ = ["Executable", "build"]
