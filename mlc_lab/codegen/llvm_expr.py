@@ -10,6 +10,7 @@ import llvmlite.ir as ir
 
 from ..tir import dtype as dt
 from ..tir import expr as E
+from ..tir.extern import EXTERN_MATH, extern_math
 
 _FLOATS = {"float16": ir.HalfType(), "float32": ir.FloatType(), "float64": ir.DoubleType()}
 
@@ -285,11 +286,11 @@ class ExprEmitter:
 
     def _call_extern(self, e):
         name = e.args[0].value
-        math = E.extern_math(name)
+        math = extern_math(name)
         if math is None:
             raise NotImplementedError(
                 f"T.call_extern({name!r}): the llvm backend links only C math library functions "
-                f"({', '.join(sorted(E.EXTERN_MATH))}, and their float32 'f' variants; LLVM IR "
+                f"({', '.join(sorted(EXTERN_MATH))}, and their float32 'f' variants; LLVM IR "
                 f"from a pragma_import_llvm annotation is not linked); write {name} as loops in "
                 "a T.prim_func instead (for a tensor intrinsic, as its impl)")
         _, param, count = math

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..tir import dtype as dt
 from ..tir import expr as E
+from ..tir.extern import EXTERN_MATH, extern_math
 
 
 class UninitializedReadError(RuntimeError):
@@ -179,7 +180,7 @@ def _round_half_away(x):
     return np.copysign(np.floor(np.abs(x) + 0.5), x)
 
 
-# numpy for each C math function T.call_extern reaches (tir.expr.EXTERN_MATH), by base name.
+# numpy for each C math function T.call_extern reaches (tir.extern.EXTERN_MATH), by base name.
 _EXTERN_MATH = {
     "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
     "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt, "cbrt": np.cbrt, "sin": np.sin,
@@ -303,11 +304,11 @@ class Evaluator:
 
     def _call_extern(self, e, mask):
         name = e.args[0].value
-        math = E.extern_math(name)
+        math = extern_math(name)
         if math is None:
             raise NotImplementedError(
                 f"T.call_extern({name!r}): the interpreter runs only C math library functions "
-                f"({', '.join(sorted(E.EXTERN_MATH))}, and their float32 'f' variants); write "
+                f"({', '.join(sorted(EXTERN_MATH))}, and their float32 'f' variants); write "
                 f"{name} as loops in a T.prim_func instead (for a tensor intrinsic, as its impl)")
         base, param, _ = math
         with np.errstate(all="ignore"):   # as in C: a domain error gives nan or inf, not a warning

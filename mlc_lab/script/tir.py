@@ -16,6 +16,7 @@ from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir.buffer import Buffer as _Buffer
 from ..tir.buffer import decl_buffer as _decl_buffer
+from ..tir.extern import call_extern as _call_extern
 from ..tir.stmt import FOR_KINDS, THREAD_TAGS
 
 
@@ -281,7 +282,7 @@ def call_extern(*args, dtype: str | None = None) -> E.Call:
         dtype, args = args[0], args[1:]
     if not args:
         raise TypeError("T.call_extern needs the name of the function to call")
-    return E.call_extern(dtype, *args)
+    return _call_extern(dtype, *args)
 
 
 def min_value(dtype: str) -> E.PrimExpr:

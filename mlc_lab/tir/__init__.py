@@ -6,7 +6,7 @@ from .buffer import Buffer, decl_buffer
 from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Broadcast, BufferLoad, Call, Cast,
                    CmpOp, Div, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, Not, Or,
                    PrimExpr, Ramp, Select, SizeVar, StringImm, Sub, Var, call_intrin, const, convert)
-from .expr import call_extern
+from .extern import call_extern
 from .function import PrimFunc
 from .functor import StmtExprMutator, StmtExprVisitor
 from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
