@@ -7,6 +7,7 @@ from .driver import build
 from .ir import IRModule, transform
 from .runtime import ndarray as nd
 from .runtime.device import Device, cpu, cuda
+from .runtime.device import device
 from .runtime.packed import get_global_func, register_func
 from .tir.transform import lower
 
@@ -18,3 +19,13 @@ __version__ = "0.1.0"
 __all__ = ["arith", "frontend", "ir", "relax", "runtime", "script", "te", "tir", "topi",
            "transform", "build", "lower", "IRModule", "nd", "Device", "cpu", "cuda", "register_func",
            "get_global_func"]
+__all__ += ["device"]
+
+
+def __getattr__(name: str):
+    # mlc_lab.testing and mlc_lab.contrib load on first use, so `mlc_lab.testing.assert_allclose`
+    # works after a plain `import mlc_lab`, as `tvm.testing` does in the course.
+    if name in ("testing", "contrib"):
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

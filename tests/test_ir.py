@@ -29,8 +29,24 @@ def test_operators_build_ir_with_unified_dtypes():
 def test_symbolic_expression_is_not_a_python_bool():
     i = Var("i")
     with pytest.raises(TypeError, match="cannot use the symbolic expression"):
+        bool(i + 3)
+    with pytest.raises(TypeError, match="cannot decide `i < 3`"):
         bool(i < 3)
-    assert bool(i == i) and not bool(i == Var("i"))
+    assert bool(i == i) and not bool(i != i)
+    with pytest.raises(TypeError, match="cannot decide `i == i_1`"):
+        bool(i == Var("i"))      # two variables that happen to share a name may differ
+
+
+def test_comparisons_of_constants_and_identical_shapes_fold_in_a_bool_context():
+    n = Var("n")
+    assert IntImm("int32", 8) == IntImm("int32", 8) and IntImm("int64", 8) == 8
+    assert IntImm("int32", 8) != IntImm("int32", 3) and not IntImm("int32", 8) < 3
+    assert n + 1 == 1 + n and n < n + 1
+    A = decl_buffer((4, n), "float32", "A")
+    B = decl_buffer((n, 6), "float32", "B")
+    assert A.shape[1] == B.shape[0] and A.shape[0] != B.shape[1]
+    with pytest.raises(TypeError, match="cannot decide"):
+        bool(A.shape[0] == B.shape[0])
 
 
 def test_bad_dtype_and_buffer_indexing_errors():

@@ -10,6 +10,7 @@ import llvmlite.ir as ir
 
 from ..tir import dtype as dt
 from ..tir import expr as E
+from ..tir.extern import EXTERN_MATH, extern_math
 
 _FLOATS = {"float16": ir.HalfType(), "float32": ir.FloatType(), "float64": ir.DoubleType()}
 
@@ -246,6 +247,8 @@ class ExprEmitter:
     def expr_Call(self, e):
         if e.op == "if_then_else":
             return self._if_then_else(e)
+        if e.op == "call_extern":
+            return self._call_extern(e)
         args = [self.expr(a) for a in e.args]
         if e.op == "abs" and not dt.is_float(e.dtype):
             (x,) = args
@@ -280,6 +283,21 @@ class ExprEmitter:
         if op in _LIBM:
             return self._libm(op, args[0], dtype)
         raise NotImplementedError(f"the llvm backend has no lowering for T.{op}")
+
+    def _call_extern(self, e):
+        name = e.args[0].value
+        math = extern_math(name)
+        if math is None:
+            raise NotImplementedError(
+                f"T.call_extern({name!r}): the llvm backend links only C math library functions "
+                f"({', '.join(sorted(EXTERN_MATH))}, and their float32 'f' variants; LLVM IR "
+                f"from a pragma_import_llvm annotation is not linked); write {name} as loops in "
+                "a T.prim_func instead (for a tensor intrinsic, as its impl)")
+        _, param, count = math
+        param_type = scalar_type(param)
+        fn = self.codegen.extern(name, param_type, [param_type] * count)
+        args = [self.cast(self.expr(a), a.dtype, param) for a in e.args[1:]]
+        return self.cast(self.builder.call(fn, args), param, e.dtype)
 
     def _libm(self, op: str, x, dtype: str):
         elem_type = scalar_type(dtype)

@@ -6,5 +6,16 @@ from .module import GlobalVar, IRModule
 from .node import Node
 from .structural import assert_structural_equal, structural_equal, structural_hash
 
+
+
+def __getattr__(name: str):
+    # ``ir.Op`` is the relax operator (``tvm.ir.Op.get("relax.add")``); relax builds on this
+    # package, so it is looked up when asked for.
+    if name == "Op":
+        from ..relax.expr import Op
+        return Op
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = ["diff", "show_diff", "GlobalVar", "IRModule", "Node", "assert_structural_equal", "structural_equal",
            "structural_hash", "transform"]

@@ -31,3 +31,5 @@ __all__ = ["Attrs", "BindingBlock", "BlockBuilder", "BlockBuilderError", "Call",
 from . import transform  # noqa: E402  (passes import the IR above)
 from .build import build  # noqa: E402
 from .vm import Executable, VirtualMachine  # noqa: E402
+from . import analysis, vm_build  # noqa: E402
+__all__ += ["analysis", "vm_build"]

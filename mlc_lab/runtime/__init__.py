@@ -1,10 +1,10 @@
 """Running compiled programs: devices, NDArrays, runtime Modules, and the reference interpreter."""
 from . import ndarray
-from .device import Device, cpu, cuda
+from .device import Device, cpu, cuda, device
 from .interpreter import Program, run
 from .interpreter_expr import UninitializedReadError
 from .module import BenchmarkResult, Module, bind_arguments
 from .ndarray import NDArray
 
 __all__ = ["BenchmarkResult", "Device", "Module", "NDArray", "Program", "UninitializedReadError",
-           "bind_arguments", "cpu", "cuda", "ndarray", "run"]
+           "bind_arguments", "cpu", "cuda", "device", "ndarray", "run"]

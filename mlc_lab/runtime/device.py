@@ -117,6 +117,31 @@ class Device:
         return f"{self.device_type}({self.index})"
 
 
+# What device runs the code of each target or device name that ``device()`` accepts.
+_DEVICE_OF_NAME = {"cpu": "cpu", "llvm": "cpu", "c": "cpu", "python": "cpu", "numpy": "cpu",
+                   "cuda-sim": "cpu", "cuda": "cuda", "gpu": "cuda", "nvptx": "cuda"}
+_UNSUPPORTED_DEVICES = ("opencl", "cl", "vulkan", "metal", "rocm", "webgpu")
+
+
+def device(dev_type, index: int = 0) -> Device:
+    """The device that runs code for ``dev_type``, a device or target name: ``device("llvm", 0)``
+    is ``cpu(0)``, ``device("cuda", 0)`` is ``cuda(0)``. A target string with options
+    (``"llvm -num-cores=2"``) names the device of its kind."""
+    if isinstance(dev_type, Device):
+        return dev_type
+    if not isinstance(dev_type, str) or not dev_type.split():
+        raise TypeError(f"device() expects a device or target name such as 'llvm' or 'cuda', got "
+                        f"{dev_type!r}")
+    name = dev_type.split()[0]
+    if name in _UNSUPPORTED_DEVICES:
+        raise ValueError(f"mlc_lab has no {name} runtime; run on mlc_lab.cpu() (target 'llvm') "
+                         "or mlc_lab.cuda() (target 'cuda') instead")
+    if name not in _DEVICE_OF_NAME:
+        raise ValueError(f"unknown device {dev_type!r}; expected one of "
+                         f"{', '.join(sorted(_DEVICE_OF_NAME))}")
+    return Device(_DEVICE_OF_NAME[name], index)
+
+
 def cpu(n: int = 0) -> Device:
     return Device("cpu", n)
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..tir import dtype as dt
 from ..tir import expr as E
+from ..tir.extern import EXTERN_MATH, extern_math
 
 
 class UninitializedReadError(RuntimeError):
@@ -174,6 +175,24 @@ _INTRINSICS = {
 }
 
 
+def _round_half_away(x):
+    """C's round(): halfway cases away from zero (numpy rounds them to even)."""
+    return np.copysign(np.floor(np.abs(x) + 0.5), x)
+
+
+# numpy for each C math function T.call_extern reaches (tir.extern.EXTERN_MATH), by base name.
+_EXTERN_MATH = {
+    "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log, "log2": np.log2,
+    "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt, "cbrt": np.cbrt, "sin": np.sin,
+    "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh,
+    "atanh": np.arctanh, "erf": _erf, "fabs": np.abs, "floor": np.floor, "ceil": np.ceil,
+    "trunc": np.trunc, "round": _round_half_away, "rint": np.rint, "nearbyint": np.rint,
+    "pow": np.power, "atan2": np.arctan2, "fmod": np.fmod, "fmin": np.fmin, "fmax": np.fmax,
+    "hypot": np.hypot, "copysign": np.copysign,
+}
+
+
 def _binary(int_op, float_op=None):
     """Arithmetic on two operands of one dtype; the result keeps that dtype (the IR's rule)."""
     float_op = float_op or int_op
@@ -275,11 +294,26 @@ class Evaluator:
         op = e.op[4:] if e.op.startswith("tir.") else e.op
         if op == "if_then_else":
             return self._select(*e.args, e.dtype, mask)
+        if op == "call_extern":
+            return self._call_extern(e, mask)
         if op not in _INTRINSICS:
             raise NotImplementedError(f"the interpreter does not know the intrinsic {e.op!r}; it "
                                       f"knows {', '.join(sorted(_INTRINSICS))}, if_then_else")
         args = [self.eval(a, mask) for a in e.args]
         return _cast(_INTRINSICS[op](*args), e.dtype)
+
+    def _call_extern(self, e, mask):
+        name = e.args[0].value
+        math = extern_math(name)
+        if math is None:
+            raise NotImplementedError(
+                f"T.call_extern({name!r}): the interpreter runs only C math library functions "
+                f"({', '.join(sorted(EXTERN_MATH))}, and their float32 'f' variants); write "
+                f"{name} as loops in a T.prim_func instead (for a tensor intrinsic, as its impl)")
+        base, param, _ = math
+        with np.errstate(all="ignore"):   # as in C: a domain error gives nan or inf, not a warning
+            result = _EXTERN_MATH[base](*(_cast(self.eval(a, mask), param) for a in e.args[1:]))
+        return _cast(result, e.dtype)
 
     def visit_ramp(self, e, mask):
         base, stride = lift(self.eval(e.base, mask)), lift(self.eval(e.stride, mask))

@@ -192,12 +192,27 @@ class BenchmarkResult:
 
 
 class Module:
-    """A built library: ``lib["name"](*args)``, ``lib(*args)`` when it holds one function,
-    ``lib.get_function(name)``, ``lib.time_evaluator(name, dev)``."""
+    """A built library: ``lib["name"](*args)``, ``lib(*args)`` for its entry function,
+    ``lib.get_function(name)``, ``lib.time_evaluator(name, dev)``.
 
-    def __init__(self, functions: dict, target: str = "python"):
+    ``imported_modules`` holds the device code modules a host module launches (a GPU build's
+    kernels, whose ``get_source()`` is the kernel source); a CPU build imports none."""
+
+    def __init__(self, functions: dict, target: str = "python", imported_modules=()):
         self._functions = dict(functions)
         self.target = target
+        self.imported_modules = list(imported_modules)
+
+    @property
+    def entry_name(self) -> str:
+        """The function ``lib(*args)`` calls: the only one, or "main" among several."""
+        if len(self._functions) == 1:
+            return next(iter(self._functions))
+        if "main" in self._functions:
+            return "main"
+        raise TypeError(f"this module holds {len(self._functions)} functions "
+                        f"({', '.join(self._functions) or 'none'}) and none is \"main\", so it has no "
+                        "entry function; call one by name: lib[name](...)")
 
     @property
     def function_names(self) -> list[str]:
@@ -223,10 +238,7 @@ class Module:
         return sources[0].get_source(fmt)   # the functions of one build share one JIT module
 
     def __call__(self, *args):
-        if len(self._functions) != 1:
-            raise TypeError(f"this module holds {len(self._functions)} functions "
-                            f"({', '.join(self._functions)}); call one by name: lib[name](...)")
-        return next(iter(self._functions.values()))(*args)
+        return self._functions[self.entry_name](*args)
 
     def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, cooldown_interval_ms: float = 0):

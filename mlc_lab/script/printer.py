@@ -226,8 +226,7 @@ class _Printer(ExprPrinter):
         for m in block.match_buffers:
             source = self.region(m.source)
             name = self.define(m.buffer, m.buffer.name)
-            self.emit(inner, f"{name} = T.match_buffer({source}, {self.shape(m.buffer.shape)}, "
-                             f"{json.dumps(m.buffer.dtype)})")
+            self.emit(inner, f"{name} = {self.buffer_decl('T.match_buffer', m.buffer, True, source)}")
         if block.init is not None:
             self.emit(inner, "with T.init():")
             self.stmt(block.init, inner + 1)

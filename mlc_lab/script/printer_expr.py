@@ -90,6 +90,9 @@ class ExprPrinter:
             return f"T.Cast({json.dumps(e.dtype)}, {self.expr(e.value)})", _P_ATOM
         if isinstance(e, E.BufferLoad):
             return f"{self.name_of(e.buffer)}[{self.indices(e.indices)}]", _P_ATOM
+        if isinstance(e, E.Call) and e.op == "call_extern":
+            args = ", ".join(self.expr(a) for a in e.args)
+            return f"T.call_extern({args}, dtype={json.dumps(e.dtype)})", _P_ATOM
         if isinstance(e, E.Call):
             return f"T.{e.op}({', '.join(self.expr(a) for a in e.args)})", _P_ATOM
         if isinstance(e, E.Ramp):

@@ -16,6 +16,7 @@ from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir.buffer import Buffer as _Buffer
 from ..tir.buffer import decl_buffer as _decl_buffer
+from ..tir.extern import call_extern as _call_extern
 from ..tir.stmt import FOR_KINDS, THREAD_TAGS
 
 
@@ -270,6 +271,20 @@ exp, log, sqrt, rsqrt, tanh, sigmoid, fabs, abs, floor, ceil, round, sin, cos, e
                             "ceil", "round", "sin", "cos", "erf", "pow", "if_then_else"))
 
 
+def call_extern(*args, dtype: str | None = None) -> E.Call:
+    """``T.call_extern("expf", x, dtype="float32")`` (or ``T.call_extern("float32", "expf", x)``):
+    call an external function by name. The C math library's functions (``exp``/``expf``, ``pow``,
+    ``tanh``, ...) run on every backend; other names are refused when the program is built."""
+    if dtype is None:
+        if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
+            raise TypeError('T.call_extern needs the result dtype: T.call_extern("expf", x, '
+                            'dtype="float32") or T.call_extern("float32", "expf", x)')
+        dtype, args = args[0], args[1:]
+    if not args:
+        raise TypeError("T.call_extern needs the name of the function to call")
+    return _call_extern(dtype, *args)
+
+
 def min_value(dtype: str) -> E.PrimExpr:
     """The smallest finite value of ``dtype`` as a constant."""
     return _limit(dtype, "min")
@@ -297,5 +312,5 @@ __all__ = [
     "float16", "float32", "float64", "Cast", "Select", "Ramp", "Broadcast", "evaluate",
     "max", "min", "floordiv", "floormod", "truncdiv", "truncmod",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "abs", "floor", "ceil", "round",
-    "sin", "cos", "erf", "pow", "if_then_else", "min_value", "max_value",
+    "sin", "cos", "erf", "pow", "if_then_else", "min_value", "max_value", "call_extern",
 ]

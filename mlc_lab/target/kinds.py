@@ -81,7 +81,15 @@ def unregister_kind(name: str) -> None:
         del _KINDS[key]
 
 
+# Targets of the reference compiler that mlc_lab has no backend for, and what to use instead.
+_NOT_PROVIDED = {name: "mlc_lab has no {name} backend (it generates LLVM and CUDA code only); "
+                 "use target 'cuda' for GPU kernels or 'llvm' for the CPU instead"
+                 for name in ("opencl", "vulkan", "metal", "rocm", "webgpu")}
+
+
 def get_kind(name: str) -> TargetKind:
+    if name in _NOT_PROVIDED and name not in _KINDS:
+        raise ValueError(_NOT_PROVIDED[name].format(name=name))
     if name not in _KINDS:
         raise ValueError(f"unknown target kind {name!r}{did_you_mean(name, _KINDS)}; known "
                          f"kinds: {', '.join(known_kind_names())}")

@@ -6,6 +6,7 @@ from .buffer import Buffer, decl_buffer
 from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Broadcast, BufferLoad, Call, Cast,
                    CmpOp, Div, FloatImm, FloorDiv, FloorMod, IntImm, Max, Min, Mod, Mul, Not, Or,
                    PrimExpr, Ramp, Select, SizeVar, StringImm, Sub, Var, call_intrin, const, convert)
+from .extern import call_extern
 from .function import PrimFunc
 from .functor import StmtExprMutator, StmtExprVisitor
 from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
@@ -45,5 +46,5 @@ __all__ = ["Add", "Allocate", "And", "BinaryOp", "Block", "BlockRealize", "Broad
            "Mul", "NE", "Not", "Or", "PrimExpr", "PrimFunc", "Ramp", "Range", "Schedule",
            "ScheduleError", "Select", "SeqStmt", "SizeVar", "Stmt", "StmtExprMutator",
            "StmtExprVisitor", "StringImm", "Sub", "TensorIntrin", "Trace", "Var", "VerifyError",
-           "analysis", "call_intrin", "const", "convert", "decl_buffer", "schedule", "transform",
+           "analysis", "call_extern", "call_intrin", "const", "convert", "decl_buffer", "schedule", "transform",
            "verify"]

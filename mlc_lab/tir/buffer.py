@@ -6,6 +6,29 @@ from . import dtype as dt
 from .expr import BufferLoad, IntImm, PrimExpr, convert, const
 
 SCOPES = ("global", "shared", "local", "warp", "shared.dyn")
+# Beyond these, a scope may be "<rank>.<tag>", e.g. "global.A_reg" for the register file of a
+# specialised accelerator: to lowering and the CPU backends it is memory of its rank (the part
+# before the dot); the tag names it for the tensor intrinsics whose buffers declare it.
+_RANKS = ("global", "shared", "local", "warp")
+
+
+def check_scope(scope) -> str | None:
+    """Why ``scope`` is not a storage scope, or None when it is one."""
+    if not isinstance(scope, str):
+        return f"a storage scope is a str such as 'shared', got {type(scope).__name__}: {scope!r}"
+    if scope in SCOPES:
+        return None
+    rank, dot, tag = scope.partition(".")
+    if rank in _RANKS and dot and tag.replace("_", "a").replace(".", "a").isalnum():
+        return None
+    return (f"unknown storage scope {scope!r}; use one of {', '.join(map(repr, SCOPES))}, or "
+            f"'<rank>.<tag>' with a rank among {', '.join(map(repr, _RANKS))} "
+            "(e.g. 'global.A_reg')")
+
+
+def storage_rank(scope: str) -> str:
+    """The memory a scope lives in: "global.A_reg" -> "global"; a standard scope is its own."""
+    return scope if scope in SCOPES else scope.partition(".")[0]
 
 
 @node
@@ -35,6 +58,14 @@ class Buffer(Node):
     def vload(self, indices) -> BufferLoad:
         return self[indices]
 
+    def access_ptr(self, access_mask="rw", *args, **kwargs):
+        """Not provided: the loop IR has no pointers, so a kernel cannot be handed a buffer's
+        address (as for ``T.call_extern`` of a hand-written C kernel)."""
+        raise NotImplementedError(
+            f"{self.name}.access_ptr: mlc_lab has no pointers into buffers, so buffers cannot be "
+            "passed to an external C kernel; write the kernel as loops in a T.prim_func (for a "
+            "tensor intrinsic, as the impl given to tir.TensorIntrin.register)")
+
 
 def _index(i, buffer: Buffer) -> PrimExpr:
     if isinstance(i, PrimExpr):
@@ -57,7 +88,8 @@ def decl_buffer(shape, dtype: str = "float32", name: str = "buffer", strides=(),
             raise ValueError(f"{'a buffer' if name == 'buffer' else 'buffer ' + name}: dimension sizes "
                              "cannot be negative, got shape "
                              f"({', '.join(str(d) for d in shape)})")
-    if scope not in SCOPES:
-        raise ValueError(f"buffer {name}: unknown storage scope {scope!r}; expected one of {SCOPES}")
+    problem = check_scope(scope)
+    if problem:
+        raise ValueError(f"buffer {name}: {problem}")
     strides = tuple(const(s) if isinstance(s, int) else convert(s) for s in strides)
     return Buffer(name, shape, dt.check_dtype(dtype), strides, scope)

@@ -236,13 +236,26 @@ class Max(BinaryOp):
 
 
 class CmpOp(BinaryOp):
-    """Comparisons yield bool. Truth-testing one compares operands by identity (as TVM does),
-    so ``var in list_of_vars`` works."""
+    """Comparisons yield bool expressions. Truth-testing one (``if``, ``assert``, ``and``) gives
+    its value when the simplifier decides it, so ``assert A.shape[1] == B.shape[0]`` checks
+    constant (or identical symbolic) shapes; a comparison it cannot decide, such as ``n == m``
+    for two shape variables, raises TypeError rather than guess."""
     __slots__ = ()
 
     @property
     def dtype(self) -> str:
         return dt.with_lanes("bool", dt.lanes(self.a.dtype))
+
+    def __bool__(self) -> bool:
+        from ..arith import simplify   # arith builds on this module
+        if self.a is self.b:
+            return isinstance(self, (EQ, LE, GE))
+        decided = simplify(self)
+        if isinstance(decided, IntImm):
+            return decided.value != 0
+        raise TypeError(f"cannot decide `{self}` as a Python bool: it depends on symbolic values; "
+                        "compare constants, use the same variable on both sides, or build a "
+                        "run-time condition with T.if_then_else")
 
 
 @node
@@ -250,17 +263,11 @@ class EQ(CmpOp):
     a: PrimExpr
     b: PrimExpr
 
-    def __bool__(self):
-        return self.a is self.b
-
 
 @node
 class NE(CmpOp):
     a: PrimExpr
     b: PrimExpr
-
-    def __bool__(self):
-        return self.a is not self.b
 
 
 @node
@@ -391,3 +398,4 @@ def call_intrin(op: str, *args) -> Call:
         raise TypeError(f"T.{op} computes on floats, but its argument {a} has dtype {a.dtype}; "
                         f"cast it with T.float32(...)")
     return Call(a.dtype, op, (a, b) if op == "pow" else (a,))
+

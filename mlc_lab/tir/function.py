@@ -19,9 +19,21 @@ class PrimFunc(Node):
     def attr_dict(self) -> dict:
         return dict(self.attrs)
 
-    def with_attr(self, key: str, value) -> "PrimFunc":
+    def with_attr(self, key, value=None) -> "PrimFunc":
+        """A copy with attribute ``key`` set to ``value``, or with every pair of a dict set:
+        ``f.with_attr("global_symbol", "mm")`` or ``f.with_attr({"global_symbol": "mm"})``."""
+        if isinstance(key, dict):
+            if value is not None:
+                raise TypeError("PrimFunc.with_attr: pass a dict of attributes or a key and a "
+                                "value, not both")
+            changes = key
+        elif isinstance(key, str):
+            changes = {key: value}
+        else:
+            raise TypeError(f"PrimFunc.with_attr: the key must be a str (or a dict of attributes), "
+                            f"got {type(key).__name__}: {key!r}")
         attrs = dict(self.attrs)
-        attrs[key] = value
+        attrs.update(changes)
         return self.replace(attrs=tuple(sorted(attrs.items())))
 
     @property

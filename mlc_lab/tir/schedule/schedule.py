@@ -52,6 +52,9 @@ class ScheduleBase:
         self.check_numerics = check_numerics
         self._reference_results: dict = {}
         self._last_decision = None
+        # (function, block name) -> the name a primitive gave that block (decompose_reduction's
+        # "<name>_update"), so handles taken before the rename still find it.
+        self._renamed: dict = {}
 
     # -- the module ------------------------------------------------------------------------
     @property
@@ -68,6 +71,7 @@ class ScheduleBase:
         other.history = list(self.history)
         other._rng = np.random.default_rng(self._rng.integers(2**63))
         other._reference_results = dict(self._reference_results)
+        other._renamed = dict(self._renamed)
         return other
 
     def _default_func_name(self) -> str:
@@ -110,7 +114,10 @@ class ScheduleBase:
             raise TypeError(f"sch.{primitive}: parameter '{param}' expects a BlockRV (from "
                             f"sch.get_block), got {type(block).__name__}: {block!r}")
         index = self._index(block.func_name)
-        realize = index.blocks.get(block.name)
+        name = block.name
+        while name not in index.blocks and (block.func_name, name) in self._renamed:
+            name = self._renamed[(block.func_name, name)]
+        realize = index.blocks.get(name)
         if realize is None:
             raise errors.InvalidHandleError(
                 primitive, f'block "{block.name}" no longer exists in function {block.func_name} '

@@ -6,7 +6,7 @@ from ...arith import can_prove, simplify
 from ...arith.bound import int_bound
 from .. import expr as E
 from .. import stmt as S
-from ..buffer import Buffer
+from ..buffer import Buffer, storage_rank
 from ..function import PrimFunc
 from ..functor import StmtExprMutator, StmtExprVisitor
 from ..schedule.primitives.region import relax
@@ -207,6 +207,7 @@ def _shared_across(loop: S.For, scope: str) -> bool:
     if loop.kind != "thread_binding":
         return False
     tag = loop.thread_binding or ""
+    scope = storage_rank(scope)
     if scope == "global":
         return True
     if scope in ("shared", "shared.dyn"):

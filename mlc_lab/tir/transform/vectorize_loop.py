@@ -188,6 +188,8 @@ class _Vectorizer:
         args = [self.expr(a) for a in e.args]
         if all(dt.lanes(a.dtype) == 1 for a in args):
             return e.replace(args=tuple(args))
+        if e.op == "call_extern":
+            raise NotVectorizable("an extern function takes scalars")
         return E.Call(dt.with_lanes(e.dtype, self.lanes), e.op, tuple(self.broadcast(a) for a in args))
 
     def load(self, e):

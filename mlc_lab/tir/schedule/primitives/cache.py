@@ -3,7 +3,7 @@ next to an existing one (shared with the reduction primitives)."""
 from __future__ import annotations
 
 from ...analysis import block_access_regions
-from ...buffer import SCOPES, Buffer
+from ...buffer import Buffer, check_scope
 from ... import expr as E
 from ... import stmt as S
 from ...functor import StmtExprMutator
@@ -144,7 +144,9 @@ class CachePrimitives:
         _check_scope(storage_scope, primitive, func, realize)
         name = realize.block.name_hint
         scope = index.parent_block(realize)
-        others = [r for r in writers_in_scope(scope, buffer) if r is not realize]
+        # Blocks nested in the writer (a blockized one) write through it, so they are not others.
+        inner = [realize] + all_blocks_under(realize)
+        others = [r for r in writers_in_scope(scope, buffer) if not any(r is i for i in inner)]
         if others:
             raise errors.NotSingleWriterError(
                 primitive, f'block "{name}" is not the only writer of buffer {buffer.name} (also '
@@ -156,7 +158,7 @@ class CachePrimitives:
                 primitive, f'block "{name}" reads buffer {buffer.name}, which it also writes, without '
                 "being a reduction with T.init; the cache would be read before it is written",
                 func, [realize.block])
-        users = [r for r in all_blocks_under(scope) if r is not realize and any(
+        users = [r for r in all_blocks_under(scope) if not any(r is i for i in inner) and any(
             reg.buffer is buffer for reg in r.block.reads + r.block.writes)]
         site = StageSite.find(scope, realize, lambda item: not _contains_any(item, users))
         cache = _new_buffer(func, buffer, storage_scope)
@@ -381,10 +383,9 @@ def _check_scope(storage_scope, primitive: str, func, realize) -> None:
     if not isinstance(storage_scope, str):
         raise TypeError(f"sch.{primitive}: parameter 'storage_scope' expects a str such as "
                         f"'shared', got {type(storage_scope).__name__}: {storage_scope!r}")
-    if storage_scope not in SCOPES:
-        raise errors.UnknownStorageScopeError(
-            primitive, f"unknown storage scope {storage_scope!r}; use one of "
-            f"{', '.join(repr(s) for s in SCOPES)}", func, [realize.block])
+    problem = check_scope(storage_scope)
+    if problem:
+        raise errors.UnknownStorageScopeError(primitive, problem, func, [realize.block])
 
 
 def taken_buffer_names(func) -> set:

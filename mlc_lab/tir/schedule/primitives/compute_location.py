@@ -327,7 +327,8 @@ def _producers_guard(idx, producers, loop: S.For, known: dict, fail, name: str, 
 def _sparsely_written(idx, loop: S.For, producers, buffer, required: dict, known: dict):
     """(elements written, elements in their box) per iteration of ``loop`` when the producers
     write fewer elements of ``buffer`` than the box around them holds (both known constants),
-    else None. Each producer iteration writes one element, so its loop nest's size bounds them."""
+    else None. Each producer iteration writes its write region (one element, or a tile for a
+    blockized producer), so that times its loop nest's size bounds them."""
     box = required.get(id(buffer))
     if not box or any(interval is None for interval in box):
         return None
@@ -337,9 +338,18 @@ def _sparsely_written(idx, loop: S.For, producers, buffer, required: dict, known
         volume *= max(1, smallest or 1)   # a box around written elements spans one at least
     written = 0
     for producer in producers:
-        if not any(w.buffer is buffer for w in producer.block.writes):
+        writes = [w for w in producer.block.writes if w.buffer is buffer]
+        if not writes:
             continue
-        count = 1
+        count = 0
+        for write in writes:
+            tile = 1
+            for dim in write.region:
+                extent = simplify(dim.extent, known)
+                if not isinstance(extent, E.IntImm):
+                    return None
+                tile *= extent.value
+            count = max(count, tile)
         for lp in loops_between(idx, producer, loop):
             extent = simplify(lp.extent, known)
             if not isinstance(extent, E.IntImm):

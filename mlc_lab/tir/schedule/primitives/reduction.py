@@ -23,8 +23,8 @@ class ReductionPrimitives:
 
         The init block is placed right before ``loop``, inside copies of the loops under ``loop``
         that its spatial iterators need (named ``<loop>_init``, same kinds). The update block
-        stays where the reduction block was. The old handle to ``block`` no longer names a block;
-        use ``sch.get_block("<name>_update")``.
+        stays where the reduction block was, and the old handle to ``block`` names it from now on
+        (as does ``sch.get_block("<name>_update")``).
 
         Requires: ``block`` is a reduction block with ``T.init``; ``loop`` is an ancestor of it and
         is not inside any loop that feeds a reduce iterator. Vectorize/parallelize the block's loops
@@ -116,6 +116,7 @@ class ReductionPrimitives:
         new_loop = StmtReplacer({id(realize): realize.replace(block=update)}).visit(loop_node)
         new_body = replace_flat(func.body, {id(loop_node): S.seq(init_stmt, new_loop)})
         self._update(func_name, func.replace(body=new_body), primitive)
+        self._renamed[(func_name, blk.name_hint)] = update.name_hint
         return BlockRV(init_block.name_hint, func_name)
 
     @instruction
