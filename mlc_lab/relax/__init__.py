@@ -31,3 +31,6 @@ __all__ = ["Attrs", "BindingBlock", "BlockBuilder", "BlockBuilderError", "Call",
 from . import transform  # noqa: E402  (passes import the IR above)
 from .build import build  # noqa: E402
 from .vm import Executable, VirtualMachine  # noqa: E402
+from .op import call_dps_packed, call_tir  # noqa: E402  (TVM also spells them relax.call_tir, ...)
+
+__all__ += ["call_dps_packed", "call_tir"]

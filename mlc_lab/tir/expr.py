@@ -237,7 +237,7 @@ class Max(BinaryOp):
 
 class CmpOp(BinaryOp):
     """Comparisons yield bool. Truth-testing one compares operands by identity (as TVM does),
-    so ``var in list_of_vars`` works."""
+    so ``var in list_of_vars`` works; constants compare by value."""
     __slots__ = ()
 
     @property
@@ -251,7 +251,7 @@ class EQ(CmpOp):
     b: PrimExpr
 
     def __bool__(self):
-        return self.a is self.b
+        return self.a is self.b or _same_constant(self.a, self.b)
 
 
 @node
@@ -260,7 +260,14 @@ class NE(CmpOp):
     b: PrimExpr
 
     def __bool__(self):
-        return self.a is not self.b
+        return not (self.a is self.b or _same_constant(self.a, self.b))
+
+
+def _same_constant(a: PrimExpr, b: PrimExpr) -> bool:
+    """Two constants of one dtype compare by value, as TVM folds them: ``A.shape[1] == B.shape[0]``
+    of te placeholders is True when both are 128."""
+    return (isinstance(a, (IntImm, FloatImm)) and type(a) is type(b) and a.dtype == b.dtype
+            and a.value == b.value)
 
 
 @node

@@ -19,9 +19,14 @@ class PrimFunc(Node):
     def attr_dict(self) -> dict:
         return dict(self.attrs)
 
-    def with_attr(self, key: str, value) -> "PrimFunc":
+    def with_attr(self, key, value=None) -> "PrimFunc":
+        """A copy with attribute ``key`` set to ``value``, or with every item of the dict ``key``
+        set (``f.with_attr({"global_symbol": "mm"})``, as TVM also takes it)."""
+        if not isinstance(key, dict) and value is None:
+            raise TypeError(f"with_attr({key!r}) needs a value: f.with_attr(key, value) or "
+                            "f.with_attr({key: value, ...})")
         attrs = dict(self.attrs)
-        attrs[key] = value
+        attrs.update(key if isinstance(key, dict) else {key: value})
         return self.replace(attrs=tuple(sorted(attrs.items())))
 
     @property
