@@ -54,7 +54,7 @@ class ScaledRowSum:
 
 def test_subscript_annotations_under_deferred_annotations():
     def plain(A: T.Buffer[(6, 10), "float32"]) -> None: ...
-    assert plain.__annotations__["A"] == 'T.Buffer[(6, 10), "float32"]'   # the premise: text only
+    assert isinstance(plain.__annotations__["A"], str)   # the premise: annotations are text
     func = ScaledRowSum["main"]
     assert [tuple(int(d) for d in p.shape) for p in func.params] == [(6, 10), (6,)]
     assert func.attr_dict["tir.noalias"] is True
