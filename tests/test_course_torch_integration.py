@@ -344,3 +344,27 @@ def test_te_shape_checks_in_user_kernels_see_equal_constants():
     assert a.shape[1] == b.shape[0]
     assert not (a.shape[0] == b.shape[0])
     assert a.shape[0] != b.shape[1]
+
+
+def test_func_output_may_name_the_dataflow_value_that_was_exported():
+    """Translators written for TVM pass the value they gave to emit_output on to
+    emit_func_output; the function then returns the exported variable."""
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main"):
+        with bb.dataflow():
+            y = bb.emit_te(te_relu, x)
+            exported = bb.emit_output(y)
+        assert bb.emit_func_output(y, [x]) is exported
+    mod = bb.get()
+    assert mod["main"].body.body is exported
+    xs = RNG.standard_normal((2, 3)).astype("float32")
+    np.testing.assert_array_equal(run_vm(mod, xs).numpy(), np.maximum(xs, 0))
+
+    with pytest.raises(relax.BlockBuilderError, match="emit_output"):   # one never exported
+        bb = relax.BlockBuilder()
+        with bb.function("main", [x]):
+            with bb.dataflow():
+                y = bb.emit_te(te_relu, x)
+                bb.emit_output(bb.emit_te(te_relu, y))
+            bb.emit_func_output(y)
