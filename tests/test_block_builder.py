@@ -199,13 +199,15 @@ def test_function_without_output():
 
 
 def test_dataflow_var_cannot_be_returned():
+    """Returning a DataflowVar is refused unless emit_output exported it (then its Var is
+    returned, as TVM-era translators expect)."""
     x = tensor("x", (2,))
     bb = relax.BlockBuilder()
     with pytest.raises(relax.BlockBuilderError, match="lv is a DataflowVar"):
         with bb.function("main", [x]):
             with bb.dataflow():
                 lv = bb.emit(R.exp(x))
-                bb.emit_output(lv)
+                bb.emit_output(R.exp(lv))
             bb.emit_func_output(lv)
 
 

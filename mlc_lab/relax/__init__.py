@@ -33,3 +33,6 @@ from .build import build  # noqa: E402
 from .vm import Executable, VirtualMachine  # noqa: E402
 from . import analysis, vm_build  # noqa: E402
 __all__ += ["analysis", "vm_build"]
+from .op import call_dps_packed, call_tir  # noqa: E402  (TVM also spells them relax.call_tir, ...)
+
+__all__ += ["call_dps_packed", "call_tir"]

@@ -163,6 +163,7 @@ class BlockBuilder:
         value = self.normalize(output)
         if not is_leaf(value):
             value = self.emit(value)
+        value = _exported_as(frame.blocks, value)
         _check_no_dataflow_var(value)
         frame.blocks.append(self.end_block())
         blocks = [b for b in frame.blocks if b.bindings]
@@ -342,6 +343,19 @@ class BlockBuilder:
             k += 1
             name = f"{hint}{k}"
         return name
+
+
+def _exported_as(blocks, value):
+    """The Var that an emit_output bound to the DataflowVar ``value``, if there is one, else
+    ``value``: code written for TVM passes the dataflow value it gave to emit_output on to
+    emit_func_output, and means the exported Var."""
+    if not isinstance(value, DataflowVar):
+        return value
+    for block in blocks:
+        for binding in block.bindings:
+            if binding.value is value and not isinstance(binding.var, DataflowVar):
+                return binding.var
+    return value
 
 
 def _check_params(name: str, params) -> tuple:

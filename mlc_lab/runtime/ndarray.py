@@ -50,6 +50,11 @@ class NDArray:
     def __dlpack_device__(self):
         return self._array.__dlpack_device__()
 
+    def to_dlpack(self):
+        """A DLPack capsule of this array's memory (``torch.from_dlpack(a.to_dlpack())`` or
+        ``torch.utils.dlpack.from_dlpack``); the capsule can be consumed once."""
+        return self.__dlpack__()
+
     def numpy_view(self) -> np.ndarray:
         """The wrapped array itself, without copying: backends write results into it."""
         if not isinstance(self._array, np.ndarray):
@@ -113,9 +118,37 @@ def _host_contents(data):
     return data
 
 
-__all__ = ["NDArray", "array", "empty"]
-
-
 def from_dlpack(tensor) -> NDArray:
-    """An NDArray sharing memory with another framework's CPU tensor (e.g. a torch tensor)."""
-    return NDArray(np.from_dlpack(tensor))
+    """An NDArray sharing memory with another framework's CPU tensor: an object with
+    ``__dlpack__`` (``nd.from_dlpack(torch_tensor)``) or a DLPack capsule
+    (``nd.from_dlpack(torch.utils.dlpack.to_dlpack(t))``). Writes through either side are seen
+    by the other, so the tensor must be contiguous (compiled code assumes row-major storage)."""
+    if type(tensor).__name__ == "PyCapsule":
+        tensor = _Capsule(tensor)
+    elif not hasattr(tensor, "__dlpack__"):
+        raise TypeError(f"from_dlpack expects a tensor with __dlpack__ (torch, numpy, ...) or a DLPack "
+                        f"capsule, got {type(tensor).__name__}")
+    host = np.from_dlpack(tensor)
+    if not host.flags.c_contiguous:
+        raise ValueError(f"from_dlpack: the tensor of shape {host.shape} is not contiguous (e.g. a "
+                         "transposed view), so compiled code could not share its memory; pass "
+                         "tensor.contiguous() instead")
+    return NDArray(host)
+
+
+class _Capsule:
+    """A bare DLPack capsule dressed as the producer numpy's from_dlpack expects. The device
+    claimed here only gets numpy to read the capsule: numpy then checks the device recorded in
+    the capsule itself and refuses one that is not host memory."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)   # kDLCPU
+
+
+__all__ = ["NDArray", "array", "empty", "from_dlpack"]

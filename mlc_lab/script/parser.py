@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import sys
 import textwrap
 
 from ..ir.module import IRModule
@@ -50,7 +51,30 @@ def read_function(func, decorator: str):
             closure[name] = cell.cell_contents
         except ValueError:  # a closure variable not assigned yet
             pass
+    for name, value in enclosing_locals(func).items():
+        closure.setdefault(name, value)
     return fdef, source, closure
+
+
+def enclosing_locals(func) -> dict:
+    """Local variables of the functions and class bodies that lexically enclose ``func`` and are
+    still running (the decorator is called from them). Under ``from __future__ import
+    annotations`` a name used only in an annotation, ``A: T.Buffer[(n,), "float32"]``, is not a
+    closure variable, yet the annotation means the enclosing ``n``."""
+    enclosing = [part for part in func.__qualname__.split(".")[:-1] if part != "<locals>"]
+    found: dict = {}
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("mlc_lab."):
+        frame = frame.f_back
+    while frame is not None and enclosing and frame.f_code.co_name != "<module>":
+        name = frame.f_code.co_name
+        if name not in enclosing:
+            break
+        enclosing = enclosing[:enclosing.index(name)]   # only names further out may follow
+        for key, value in frame.f_locals.items():
+            found.setdefault(key, value)
+        frame = frame.f_back
+    return found
 
 
 def parse_function(func, private: bool = False) -> PrimFunc:

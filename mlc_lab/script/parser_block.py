@@ -43,9 +43,20 @@ def _buffer_args(what: str, args: list, kwargs: dict):
         raise TypeError(str(exc).replace("spec()", f"T.{what}()")) from None
 
 
+_OLD_BLOCK_FORM = ('`with T.block([128, 128], "C") as [vi, vj]:` is the 2021 block form, which mlc_lab does '
+                   'not take; write the loops and bind the iterators inside the block:\n'
+                   '    for i, j in T.grid(128, 128):\n'
+                   '        with T.block("C"):\n'
+                   '            vi, vj = T.axis.remap("SS", [i, j])')
+
+
 class BlockParser(StmtParser):
     # -- with T.block / with T.init ----------------------------------------------------------------
     def stmt_With(self, node: ast.With, frame, rest):
+        first = node.items[0].context_expr
+        if isinstance(first, ast.Call) and first.args and isinstance(first.args[0], (ast.List, ast.Tuple)) \
+                and self.eval(first.func) is tir_namespace.block:
+            raise self.error(first, _OLD_BLOCK_FORM)
         if len(node.items) != 1 or node.items[0].optional_vars is not None:
             raise self.error(node, "with statements in T.prim_func take exactly one T.block(...) or "
                                    "T.init(), without `as`")

@@ -154,6 +154,8 @@ class ExprParser:
         except AttributeError:
             pass
         prefix = ast.unparse(node.value)
+        if owner is tir_namespace and node.attr in tir_namespace.RETIRED:
+            raise self.error(node, tir_namespace.RETIRED[node.attr])
         if owner is tir_namespace or isinstance(owner, tir_namespace._Axis) or owner is ir_namespace:
             names = (tir_namespace.__all__ if owner is tir_namespace else ir_namespace.__all__
                      if owner is ir_namespace else ["spatial", "reduce", "opaque", "remap", "S", "R"])

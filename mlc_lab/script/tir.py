@@ -213,7 +213,18 @@ float16, float32, float64 = (DTypeFunc(f"float{b}") for b in (16, 32, 64))
 
 
 def Cast(dtype: str, value) -> E.PrimExpr:  # noqa: N802  (TVM's name)
+    if isinstance(value, str) and not isinstance(dtype, str):
+        raise TypeError(f"T.Cast takes the dtype first: T.Cast({value!r}, x); "
+                        f"T.cast(x, {value!r}) takes it second")
     return E.convert(value).astype(dt.check_dtype(dtype))
+
+
+def cast(value, dtype: str) -> E.PrimExpr:
+    """``T.cast(x, "float32")``: TVM's other spelling of ``T.Cast("float32", x)``."""
+    if isinstance(value, str) and not isinstance(dtype, str):
+        raise TypeError(f"T.cast takes the value first: T.cast(x, {value!r}); "
+                        f"T.Cast({value!r}, x) takes the dtype first")
+    return Cast(dtype, value)
 
 
 def Select(condition, true_value, false_value) -> E.Select:  # noqa: N802
@@ -304,12 +315,36 @@ def _limit(dtype: str, end: str) -> E.PrimExpr:
     return E.IntImm(dtype, int(getattr(np.iinfo(dtype), end)))
 
 
+# -- forms of older TVMScript releases that mlc_lab does not take, with what to write instead -------
+_NO_BUFFER_DECL = ("mlc_lab has no separate buffer declaration: annotate parameters with "
+                   'T.Buffer((128,), "float32"), declare temporaries with T.alloc_buffer((128,), "float32"), '
+                   'and view a T.handle parameter with T.match_buffer(a, (128,), "float32")')
+RETIRED = {
+    "buffer_decl": "T.buffer_decl (the 2022 name of T.decl_buffer) is not supported; " + _NO_BUFFER_DECL,
+    "decl_buffer": "T.decl_buffer is not supported; " + _NO_BUFFER_DECL,
+    "load": "T.load(dtype, A.data, i) is the pre-2022 form of a buffer read; write A[i]",
+    "store": "T.store(A.data, i, value) is the pre-2022 form of a buffer write; write A[i] = value",
+    "preflattened_buffer": ("T.preflattened_buffer (printed by 2022 releases after lowering) is not "
+                            "needed: mlc_lab keeps buffer shapes until code generation; delete the line"),
+    "env_thread": ('T.env_thread / T.launch_thread are the lowered form of thread binding; write the loop '
+                   'as `for tx in T.thread_binding(n, thread="threadIdx.x"):` or bind it with sch.bind'),
+    "launch_thread": ('T.env_thread / T.launch_thread are the lowered form of thread binding; write the loop '
+                      'as `for tx in T.thread_binding(n, thread="threadIdx.x"):` or bind it with sch.bind'),
+}
+
+
+def __getattr__(name: str):
+    if name in RETIRED:
+        raise AttributeError(RETIRED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "prim_func", "Buffer", "handle", "match_buffer", "alloc_buffer", "allocate", "func_attr", "var",
     "serial", "parallel", "vectorized", "unroll", "thread_binding", "grid",
     "block", "init", "where", "reads", "writes", "block_attr", "axis",
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "Cast", "Select", "Ramp", "Broadcast", "evaluate",
+    "float16", "float32", "float64", "Cast", "cast", "Select", "Ramp", "Broadcast", "evaluate",
     "max", "min", "floordiv", "floormod", "truncdiv", "truncmod",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "abs", "floor", "ceil", "round",
     "sin", "cos", "erf", "pow", "if_then_else", "min_value", "max_value", "call_extern",

@@ -28,6 +28,9 @@ class PrimFunc(Node):
                                 "value, not both")
             changes = key
         elif isinstance(key, str):
+            if value is None:
+                raise TypeError(f"PrimFunc.with_attr({key!r}) needs a value: f.with_attr(key, value) "
+                                "or f.with_attr({key: value, ...})")
             changes = {key: value}
         else:
             raise TypeError(f"PrimFunc.with_attr: the key must be a str (or a dict of attributes), "
