@@ -19,6 +19,8 @@ from .expr import (Attrs, BindingBlock, Call, Constant, DataflowBlock, DataflowV
 from .functor import ExprMutator, ExprVisitor, PyExprMutator, PyExprVisitor
 from .struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
                           StructInfo, TensorStructInfo, TupleStructInfo)
+from .ty import DynTensorType, ObjectType, ShapeType, TupleType
+from .op.call import call_tir
 from ..ir.module import GlobalVar
 
 __all__ = ["Attrs", "BindingBlock", "BlockBuilder", "BlockBuilderError", "Call", "Constant",
@@ -27,7 +29,9 @@ __all__ = ["Attrs", "BindingBlock", "BlockBuilder", "BlockBuilderError", "Call",
            "PrimValue", "PyExprMutator", "PyExprVisitor", "SeqExpr", "ShapeExpr", "ShapeStructInfo",
            "StructInfo", "TensorStructInfo", "Tuple", "TupleGetItem", "TupleStructInfo", "Var",
            "VarBinding", "const", "expr_functor", "functor", "op", "transform", "build",
-           "VirtualMachine", "Executable"]
+           "VirtualMachine", "Executable", "analysis", "vm", "call_tir",
+           "DynTensorType", "ObjectType", "ShapeType", "TupleType"]
 from . import transform  # noqa: E402  (passes import the IR above)
 from .build import build  # noqa: E402
 from .vm import Executable, VirtualMachine  # noqa: E402
+from . import analysis, vm  # noqa: E402
