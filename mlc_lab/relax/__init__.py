@@ -8,6 +8,11 @@
             gv = bb.emit_output(relax.op.nn.relu(x))
         bb.emit_func_output(gv)
     bb.get().show()
+
+The 2022 course text runs too: ``relax.Var("x", (1, 784), relax.DynTensorType(2, "float32"))``,
+``relax.call_tir(f, args, (1, 128), dtype="float32")`` (a str ``f`` is a registered function,
+today's ``call_dps_packed``), ``relax.op.dense``, ``expr.shape_`` / ``expr.checked_type``,
+``relax.analysis.remove_all_unused`` and ``relax.vm.build``; each is turned into today's IR.
 """
 from . import functor
 from . import functor as expr_functor

@@ -109,6 +109,9 @@ class RelaxExprParser(ExprParser):
                 prefix, names = _R_NAMESPACES[id(owner)]
                 close = difflib.get_close_matches(node.attr, names, n=1)
                 hint = f"; did you mean {prefix}.{close[0]}?" if close else ""
+                if owner is relax_namespace and hasattr(relax_namespace.nn, node.attr):
+                    hint = f"; did you mean R.nn.{node.attr}?"
+                hint = _LEGACY_HINTS.get(node.attr, hint)
                 raise self.error(node, f"unknown function {prefix}.{node.attr}{hint}")
             return getattr(owner, node.attr)
         return super().eval_Attribute(node)
@@ -160,6 +163,12 @@ def _signature_message(text: str, func, name: str) -> str:
             text += f"; did you mean {close[0]}=?"
     return text
 
+
+# Script functions of 2022 that have no counterpart here, and what to write instead.
+_LEGACY_HINTS = {
+    "match_shape": " (a 2022 form, not supported); annotate the variable instead: "
+                   '`lv: R.Tensor((n, 4), "float32") = ...`',
+}
 
 _STATEMENT_HINTS = {
     "dataflow": "R.dataflow is used as `with R.dataflow():`, not inside an expression",
