@@ -264,7 +264,8 @@ def test_2022_var_and_types_map_to_struct_info():
 
 
 def test_2022_var_errors_name_todays_form():
-    with pytest.raises(TypeError, match=r'must be a StructInfo such as relax.TensorStructInfo\(\(4, 8\), "float32"\)'):
+    with pytest.raises(TypeError, match=r'must be a StructInfo such as '
+                                        r'relax.TensorStructInfo\(\(4, 8\), "float32"\)'):
         relax.Var("x", (4, 8))
     with pytest.raises(ValueError, match=r"has 2 dimension\(s\) but the type says ndim=3; write "
                                          r'relax.TensorStructInfo\(\(4, 8\), "float32"\)'):

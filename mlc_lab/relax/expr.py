@@ -17,6 +17,7 @@ from ..tir import dtype as dt
 from ..tir.expr import PrimExpr, convert
 from .struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
                           StructInfo, TensorStructInfo, TupleStructInfo, to_shape)
+from .ty import Type, struct_info_of, type_of
 
 
 class Attrs(tuple):
@@ -86,7 +87,6 @@ class Expr(Node):
     def checked_type(self):
         """The 2022 type of this value (a ``relax.DynTensorType`` for a tensor), read off its
         structure info."""
-        from .ty import type_of
         return type_of(self.struct_info)
 
     _checked_type_ = checked_type
@@ -120,7 +120,6 @@ class Var(Expr):
             shape = struct_info if shape_annotation is None else shape_annotation
             if _is_legacy_type(shape) and type_annotation is None:
                 shape, type_annotation = None, shape
-            from .ty import struct_info_of
             struct_info = struct_info_of(shape, type_annotation, f"relax.Var({name_hint!r}, ...)")
         object.__setattr__(self, "name_hint", name_hint)
         object.__setattr__(self, "struct_info", struct_info)
@@ -145,13 +144,12 @@ class DataflowVar(Var):
 
 
 def _is_legacy_type(value) -> bool:
-    from .ty import Type
     return isinstance(value, Type)
 
 
 def _is_legacy(struct_info) -> bool:
     """True for the 2022 second argument of Var: a shape (tuple, list, ShapeExpr) or a type."""
-    return isinstance(struct_info, (tuple, list, ShapeExpr)) or _is_legacy_type(struct_info)
+    return isinstance(struct_info, (tuple, list, ShapeExpr)) or isinstance(struct_info, Type)
 
 
 @node

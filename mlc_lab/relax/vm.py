@@ -310,8 +310,6 @@ class _Frame:
         self.tracker.close_plan(self.storages)
 
 
-
-
 def build(mod, target="llvm", params=None, **options) -> Executable:
     """``relax.vm.build(mod, "llvm")``: the 2022 place of :func:`mlc_lab.relax.build`."""
     from .build import build as relax_build

@@ -131,9 +131,11 @@ class RelaxExprParser(ExprParser):
     def eval_Call(self, node: ast.Call):
         func = self.eval(node.func)
         if isinstance(func, E.Var):
-            raise self.error(node.func, f"'{ast.unparse(node.func)}' is not defined: in an annotation an "
-                                        "unknown name is a symbolic size, which cannot be called; "
-                                        'struct info is written R.Tensor((3, 4), "float32")')
+            name = ast.unparse(node.func)
+            why = (f"'{name}' is not defined: in an annotation an unknown name is a symbolic size"
+                   if self.in_annotation else f"'{name}' is a symbolic size")
+            raise self.error(node.func, f"{why}, which cannot be called; struct info is written "
+                                        'R.Tensor((3, 4), "float32")')
         if isinstance(func, relax_namespace.ScriptOnly):
             raise self.error(node, _STATEMENT_HINTS[func.name])
         if isinstance(func, (tir_namespace.ScriptOnly, tir_namespace.DTypeFunc)):

@@ -126,5 +126,5 @@ def _softmax_axis(x: te.Tensor, axis: int, op: str) -> int:
     return normalize_axis(axis, x.ndim, op, x.shape)
 
 
-__all__ = ["avg_pool2d", "conv2d", "conv2d_nchw", "dense", "log_softmax", "matmul", "max_pool2d",
-           "pad", "pool2d", "relu", "softmax"]
+__all__ = ["avg_pool2d", "conv2d", "conv2d_nchw", "dense", "flatten", "log_softmax", "matmul",
+           "max_pool2d", "pad", "pool2d", "relu", "softmax"]
