@@ -259,8 +259,11 @@ def test_call_dps_packed():
 
 def test_call_tir_errors():
     with pytest.raises(TypeError, match="the callee must be a GlobalVar"):
-        R.call_tir("linear0", [t((2,))], relax.TensorStructInfo((2,), "float32"))
+        R.call_tir(t((2,)), [t((2,))], relax.TensorStructInfo((2,), "float32"))
     with pytest.raises(TypeError, match="out_sinfo must be a relax.TensorStructInfo"):
+        R.call_tir(relax.GlobalVar("f"), [t((2,))], "float32")
+    with pytest.raises(TypeError, match=r'the output shape \(2,\) needs its dtype: write '
+                                        r'out_sinfo=R.Tensor\(\(2,\), "float32"\)'):
         R.call_tir(relax.GlobalVar("f"), [t((2,))], (2,))
     with pytest.raises(ValueError, match="the output shape must be known"):
         R.call_tir(relax.GlobalVar("f"), [t((2,))], relax.TensorStructInfo(None, "float32", 1))

@@ -17,6 +17,7 @@ from ..tir import dtype as dt
 from ..tir.expr import PrimExpr, convert
 from .struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
                           StructInfo, TensorStructInfo, TupleStructInfo, to_shape)
+from .ty import Type, struct_info_of, type_of
 
 
 class Attrs(tuple):
@@ -82,6 +83,22 @@ class Expr(Node):
     def __getitem__(self, index: int) -> "TupleGetItem":
         return TupleGetItem(self, index)
 
+    @property
+    def checked_type(self):
+        """The 2022 type of this value (a ``relax.DynTensorType`` for a tensor), read off its
+        structure info."""
+        return type_of(self.struct_info)
+
+    _checked_type_ = checked_type
+
+    @property
+    def shape_(self) -> Optional["ShapeExpr"]:
+        """The 2022 shape annotation: the tensor's shape as a ShapeExpr (None when unknown)."""
+        sinfo = self.struct_info
+        if isinstance(sinfo, TensorStructInfo) and sinfo.shape is not None:
+            return ShapeExpr(sinfo.shape)
+        return None
+
 
 def _binary(name: str, a, b):
     from . import op
@@ -90,9 +107,23 @@ def _binary(name: str, a, b):
 
 @node
 class Var(Expr):
-    """A variable: a function parameter or the name bound by a VarBinding (a binder)."""
+    """A variable: a function parameter or the name bound by a VarBinding (a binder).
+
+    ``Var(name, struct_info)``; the 2022 form ``Var(name, shape, type)`` (a shape tuple and a
+    ``relax.DynTensorType``) is turned into the same structure info."""
     name_hint: str
     struct_info: Optional[StructInfo] = None
+
+    def __init__(self, name_hint: str, struct_info=None, type_annotation=None, *,
+                 shape_annotation=None):
+        if type_annotation is not None or shape_annotation is not None or _is_legacy(struct_info):
+            shape = struct_info if shape_annotation is None else shape_annotation
+            if _is_legacy_type(shape) and type_annotation is None:
+                shape, type_annotation = None, shape
+            struct_info = struct_info_of(shape, type_annotation, f"relax.Var({name_hint!r}, ...)")
+        object.__setattr__(self, "name_hint", name_hint)
+        object.__setattr__(self, "struct_info", struct_info)
+        self.__post_init__()
 
     def __post_init__(self):
         if not isinstance(self.name_hint, str):
@@ -109,6 +140,16 @@ class Var(Expr):
 @node
 class DataflowVar(Var):
     """A variable bound inside a dataflow block; it is not visible after the block."""
+    __init__ = Var.__init__
+
+
+def _is_legacy_type(value) -> bool:
+    return isinstance(value, Type)
+
+
+def _is_legacy(struct_info) -> bool:
+    """True for the 2022 second argument of Var: a shape (tuple, list, ShapeExpr) or a type."""
+    return isinstance(struct_info, (tuple, list, ShapeExpr)) or isinstance(struct_info, Type)
 
 
 @node

@@ -315,4 +315,10 @@ class _Frame:
         self.tracker.close_plan(self.storages)
 
 
-__all__ = ["Executable", "RUNNABLE_OPS", "VirtualMachine"]
+def build(mod, target="llvm", params=None, **options) -> Executable:
+    """``relax.vm.build(mod, "llvm")``: the 2022 place of :func:`mlc_lab.relax.build`."""
+    from .build import build as relax_build
+    return relax_build(mod, target, params, **options)
+
+
+__all__ = ["Executable", "RUNNABLE_OPS", "VirtualMachine", "build"]

@@ -102,6 +102,10 @@ class RelaxParser(RelaxExprParser):
             value = self.eval(node)
         finally:
             self.in_annotation = False
+        if value is relax_namespace.Tensor:
+            raise self.error(node, f"{what}: Tensor must be called with a shape and a dtype, e.g. "
+                                   'R.Tensor((3, 4), "float32"), or R.Tensor(dtype="float32", ndim=2) '
+                                   "when only the rank is known")
         if not isinstance(value, StructInfo):
             raise self.error(node, f"{what} must be annotated with struct info such as "
                                    f'R.Tensor((1, 784), "float32"), got {ast.unparse(node)}')

@@ -11,6 +11,7 @@ import ast
 import difflib
 import inspect
 
+from .. import relax as relax_package
 from ..ir.module import GlobalVar
 from ..relax.expr import Expr, TupleGetItem
 from ..relax.struct_info import TupleStructInfo
@@ -55,9 +56,16 @@ class RelaxExprParser(ExprParser):
             return found, value
         if name == "R":
             return True, relax_namespace
+        if self.context is not None and name in self.context.global_vars:
+            return True, self.context.global_vars[name]   # 2022: a sibling named without `cls.`
         return False, None
 
     def lookup(self, name: str, node):
+        if name == "Tensor" and not self.is_defined(name):
+            if self.in_annotation:
+                return relax_namespace.Tensor     # 2022: bare `Tensor((3, 4), "float32")`
+            raise self.error(node, "`Tensor` is not defined here; struct info is written "
+                                   'R.Tensor((3, 4), "float32")')
         if not self.is_defined(name) and self.in_annotation and name != "metadata":
             # A size that no parameter defines (e.g. one passed through tir_vars) is printed
             # without a declaration: its first mention in an annotation declares it.
@@ -93,11 +101,19 @@ class RelaxExprParser(ExprParser):
         owner = self.eval(node.value)
         if isinstance(owner, ModuleRef):
             return owner.context.global_var(node.attr, lambda msg: self.error(node, msg))
-        if id(owner) in _R_NAMESPACES and not hasattr(owner, node.attr):
-            prefix, names = _R_NAMESPACES[id(owner)]
-            close = difflib.get_close_matches(node.attr, names, n=1)
-            hint = f"; did you mean {prefix}.{close[0]}?" if close else ""
-            raise self.error(node, f"unknown function {prefix}.{node.attr}{hint}")
+        if owner is relax_package and not hasattr(owner, node.attr):
+            # 2022 scripts spell the R namespace `relax.`: relax.dataflow(), relax.add(x, y).
+            owner = relax_namespace
+        if id(owner) in _R_NAMESPACES:
+            if not hasattr(owner, node.attr):
+                prefix, names = _R_NAMESPACES[id(owner)]
+                close = difflib.get_close_matches(node.attr, names, n=1)
+                hint = f"; did you mean {prefix}.{close[0]}?" if close else ""
+                if owner is relax_namespace and hasattr(relax_namespace.nn, node.attr):
+                    hint = f"; did you mean R.nn.{node.attr}?"
+                hint = _LEGACY_HINTS.get(node.attr, hint)
+                raise self.error(node, f"unknown function {prefix}.{node.attr}{hint}")
+            return getattr(owner, node.attr)
         return super().eval_Attribute(node)
 
     def eval_Subscript(self, node: ast.Subscript):
@@ -114,6 +130,12 @@ class RelaxExprParser(ExprParser):
 
     def eval_Call(self, node: ast.Call):
         func = self.eval(node.func)
+        if isinstance(func, E.Var):
+            name = ast.unparse(node.func)
+            why = (f"'{name}' is not defined: in an annotation an unknown name is a symbolic size"
+                   if self.in_annotation else f"'{name}' is a symbolic size")
+            raise self.error(node.func, f"{why}, which cannot be called; struct info is written "
+                                        'R.Tensor((3, 4), "float32")')
         if isinstance(func, relax_namespace.ScriptOnly):
             raise self.error(node, _STATEMENT_HINTS[func.name])
         if isinstance(func, (tir_namespace.ScriptOnly, tir_namespace.DTypeFunc)):
@@ -143,6 +165,12 @@ def _signature_message(text: str, func, name: str) -> str:
             text += f"; did you mean {close[0]}=?"
     return text
 
+
+# Script functions of 2022 that have no counterpart here, and what to write instead.
+_LEGACY_HINTS = {
+    "match_shape": " (a 2022 form, not supported); annotate the variable instead: "
+                   '`lv: R.Tensor((n, 4), "float32") = ...`',
+}
 
 _STATEMENT_HINTS = {
     "dataflow": "R.dataflow is used as `with R.dataflow():`, not inside an expression",

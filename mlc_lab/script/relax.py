@@ -149,9 +149,10 @@ def prim_value(value) -> _PrimValue:
     return _PrimValue(value)
 
 
-def call_tir(func, args, out_sinfo, tir_vars=None):
-    """``R.call_tir(cls.f, (x, w), out_sinfo=R.Tensor((1, 128), "float32"))``."""
-    return _op.call_tir(func, args, out_sinfo, tir_vars)
+def call_tir(func, args, out_sinfo=None, tir_vars=None, dtype=None):
+    """``R.call_tir(cls.f, (x, w), out_sinfo=R.Tensor((1, 128), "float32"))``; the 2022 form
+    ``R.call_tir(f, (x, w), (1, 128), dtype="float32")`` means the same."""
+    return _op.call_tir(func, args, out_sinfo, tir_vars, dtype)
 
 
 def call_dps_packed(func, args, out_sinfo):

@@ -1,7 +1,7 @@
 """Neural-network operators: dense, matmul, softmax, log_softmax.
 
-Convolution and pooling live in conv.py and pool.py; they, ``pad`` and ``relu`` are re-exported
-here too, so ``topi.nn.conv2d_nchw`` and ``topi.nn.relu`` work as in TVM.
+Convolution and pooling live in conv.py and pool.py; they, ``pad``, ``flatten`` and ``relu`` are
+re-exported here too, so ``topi.nn.conv2d_nchw``, ``topi.nn.flatten`` and ``topi.nn.relu`` work as in TVM.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Optional
 from .. import te
 from .conv import conv2d, conv2d_nchw
 from .elemwise import broadcast_indices, broadcast_shape, relu
-from .manipulate import pad
+from .manipulate import flatten, pad
 from .pool import avg_pool2d, max_pool2d, pool2d
 from .utils import (check_float, check_ndim, check_tensor, compute, normalize_axis, same_dim,
                     shape_text)
@@ -126,5 +126,5 @@ def _softmax_axis(x: te.Tensor, axis: int, op: str) -> int:
     return normalize_axis(axis, x.ndim, op, x.shape)
 
 
-__all__ = ["avg_pool2d", "conv2d", "conv2d_nchw", "dense", "log_softmax", "matmul", "max_pool2d",
-           "pad", "pool2d", "relu", "softmax"]
+__all__ = ["avg_pool2d", "conv2d", "conv2d_nchw", "dense", "flatten", "log_softmax", "matmul",
+           "max_pool2d", "pad", "pool2d", "relu", "softmax"]

@@ -4,8 +4,9 @@ described by ``out_sinfo`` and pass them after the inputs."""
 from __future__ import annotations
 
 from ...ir.module import GlobalVar
+from ...tir.expr import PrimExpr
 from ..expr import Call, ExternFunc, ShapeExpr, Tuple, as_expr
-from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo, shape_text, to_shape
 from .common import user_name
 from .registry import make_call, register_op
 
@@ -62,11 +63,25 @@ def _inputs(args) -> Tuple:
     return Tuple((as_expr(args),))
 
 
-def call_tir(gvar: GlobalVar, args, out_sinfo, tir_vars=None) -> Call:
+def call_tir(gvar: GlobalVar, args, out_sinfo=None, tir_vars=None, dtype=None) -> Call:
     """Call the PrimFunc ``gvar`` on ``args`` (a Tuple, a list, or one expression), allocating
     outputs described by ``out_sinfo`` (a TensorStructInfo, or a list for several outputs, whose
-    result is then a tuple). ``tir_vars`` passes extra symbolic values (a ShapeExpr)."""
+    result is then a tuple). ``tir_vars`` passes extra symbolic values (a ShapeExpr).
+
+    The 2022 form gives the output shape and dtype apart, ``call_tir(f, args, (1, 128),
+    dtype="float32")`` (a list of shapes and of dtypes for several outputs), and names a run-time
+    function by a str, which today is ``call_dps_packed``."""
     name = "relax.call_tir"
+    if isinstance(tir_vars, str) or _all_str(tir_vars):
+        if dtype is not None:
+            raise TypeError(f"{user_name(name)}: dtype is given twice (positionally and as dtype=)")
+        tir_vars, dtype = None, tir_vars
+    out_sinfo = _legacy_out_sinfo(out_sinfo, dtype)
+    if isinstance(gvar, (str, ExternFunc)):
+        if tir_vars is not None:
+            raise TypeError(f"{user_name(name)}: tir_vars only go with a PrimFunc of the module, not "
+                            f"the run-time function {gvar!r}")
+        return call_dps_packed(gvar, args, out_sinfo)
     if not isinstance(gvar, GlobalVar):
         raise TypeError(f"{user_name(name)}: the callee must be a GlobalVar (from bb.add_func or "
                         f"bb.get().get_global_var), got {gvar!r}")
@@ -74,6 +89,48 @@ def call_tir(gvar: GlobalVar, args, out_sinfo, tir_vars=None) -> Call:
     if tir_vars is not None:
         call_args += (tir_vars if isinstance(tir_vars, ShapeExpr) else ShapeExpr(tuple(tir_vars)),)
     return make_call(name, call_args, sinfo_args=_out_sinfo(name, out_sinfo))
+
+
+def _all_str(values) -> bool:
+    return isinstance(values, (list, tuple)) and bool(values) and all(isinstance(v, str) for v in values)
+
+
+def _is_shape(value) -> bool:
+    """A 2022 output shape: a ShapeExpr, or a tuple/list of sizes (ints or PrimExprs)."""
+    if isinstance(value, ShapeExpr):
+        return True
+    return isinstance(value, (tuple, list)) and all(
+        isinstance(v, (int, PrimExpr)) and not isinstance(v, bool) for v in value)
+
+
+def _legacy_out_sinfo(out_sinfo, dtype):
+    """``out_sinfo`` from a 2022 ``(shape, dtype)`` pair; today's out_sinfo passes through."""
+    name = "relax.call_tir"
+    shapes = None
+    if out_sinfo is None:
+        raise TypeError(f"{user_name(name)}: missing out_sinfo, e.g. out_sinfo=R.Tensor((1, 128), "
+                        "\"float32\")")
+    if _is_shape(out_sinfo):
+        shapes = [out_sinfo]
+    elif isinstance(out_sinfo, (tuple, list)) and out_sinfo and all(_is_shape(s) for s in out_sinfo):
+        shapes = list(out_sinfo)
+    if shapes is None:
+        if dtype is not None:
+            raise TypeError(f"{user_name(name)}: dtype= goes with an output shape (the 2022 form); "
+                            "out_sinfo=R.Tensor(shape, dtype) already holds the dtype")
+        return out_sinfo
+    texts = [shape_text(to_shape(s.values if isinstance(s, ShapeExpr) else s)) for s in shapes]
+    if dtype is None:
+        raise TypeError(f"{user_name(name)}: the output shape {', '.join(texts)} needs its dtype: "
+                        f"write out_sinfo=R.Tensor({texts[0]}, \"float32\") (or the 2022 form "
+                        f"with dtype=\"float32\")")
+    dtypes = [dtype] * len(shapes) if isinstance(dtype, str) else list(dtype)
+    if len(dtypes) != len(shapes) or not all(isinstance(d, str) for d in dtypes):
+        raise TypeError(f"{user_name(name)}: {len(shapes)} output shape(s) need as many dtypes, got "
+                        f"dtype={dtype!r}")
+    sinfos = [TensorStructInfo(s.values if isinstance(s, ShapeExpr) else s, d)
+              for s, d in zip(shapes, dtypes)]
+    return sinfos[0] if _is_shape(out_sinfo) else sinfos
 
 
 def call_dps_packed(func, args, out_sinfo) -> Call:
