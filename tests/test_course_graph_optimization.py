@@ -373,3 +373,12 @@ def _script_error(source: str) -> str:
 ])
 def test_old_syntax_errors_say_what_to_write(source, message):
     assert re.search(message, _script_error(source))
+
+
+def test_const_takes_a_2022_type_for_its_dtype():
+    w = np.arange(6, dtype="float64").reshape(2, 3)
+    c = relax.const(w, relax.DynTensorType(2, "float32"))
+    assert c.data.dtype == np.float32 and c.struct_info.dtype == "float32"
+    np.testing.assert_array_equal(c.data, w.astype("float32"))
+    with pytest.raises(ValueError, match="2 dimensions but the type"):
+        relax.const(w, relax.DynTensorType(3, "float32"))

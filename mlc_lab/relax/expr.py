@@ -166,9 +166,16 @@ class Constant(Expr):
 
 
 def const(value, dtype: Optional[str] = None) -> Constant:
-    """``relax.const(1.0)``, ``relax.const(np_array)``, ``relax.const([1, 2], "int64")``."""
+    """``relax.const(1.0)``, ``relax.const(np_array)``, ``relax.const([1, 2], "int64")``. The 2022
+    form passes a type for ``dtype`` (``relax.DynTensorType(2, "float32")``): its dtype is used."""
     if isinstance(value, Constant):
         return value
+    if dtype is not None and not isinstance(dtype, str) and isinstance(getattr(dtype, "dtype", None), str):
+        ndim = getattr(dtype, "ndim", -1)
+        if ndim not in (-1, None) and ndim != np.ndim(value):
+            raise ValueError(f"relax.const: the value has {np.ndim(value)} dimensions but the type "
+                             f"{dtype} says {ndim}")
+        dtype = dtype.dtype
     if dtype is None and isinstance(value, float):
         dtype = "float32"
     elif dtype is None and isinstance(value, bool):
