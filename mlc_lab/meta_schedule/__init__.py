@@ -1,4 +1,16 @@
 """Automatic program optimization: search spaces of schedules, a learned cost model, measurement
-and a tuning database, under the course-era ``meta_schedule`` names."""
-from . import cost_model
+and a tuning database, under the course-era ``meta_schedule`` names.
+
+    database = ms.tune_tir(mod, target="llvm --num-cores=1", max_trials_global=64,
+                           space=ms.space_generator.ScheduleFn(f), work_dir="./tune_tmp")
+    sch = ms.tir_integration.compile_tir(database, mod, target="llvm --num-cores=1")
+"""
+from . import (cost_model, database, postproc, runner, schedule_rule, search_strategy,
+               space_generator, tir_integration)
 from .cost_model import CostModel, create_cost_model
+from .database import JSONDatabase, TuningRecord
+from .flop_counter import estimate_flops
+from .runner import LocalRunner
+from .search_strategy import EvolutionarySearch, RandomSearch
+from .space_generator import PostOrderApply, ScheduleFn
+from .tune import tune_tir
