@@ -46,7 +46,7 @@ class SearchStrategy:
     """Base class: ``generate(ctx, n)`` proposes up to ``n`` unmeasured candidates (fewer when the
     space seems exhausted); ``notify(ctx, candidates, results)`` learns from their measurement."""
 
-    max_fail_ratio = 8   # sampling attempts per wanted candidate before giving up
+    max_misses = 16   # samples in a row that bring nothing new before the space counts as exhausted
 
     def generate(self, ctx: TuneContext, n: int) -> list:
         raise NotImplementedError
@@ -57,14 +57,16 @@ class SearchStrategy:
             ctx.cost_model.update([ctx.func_of(c) for c in candidates], seconds)
 
     def sample_new(self, ctx: TuneContext, n: int, taken: dict) -> list:
-        """Up to ``n`` fresh samples of the space that are neither measured nor in ``taken``."""
-        found = []
-        for _ in range(n * self.max_fail_ratio):
-            if len(found) == n:
-                break
+        """Up to ``n`` fresh samples of the space that are neither measured nor in ``taken``
+        (fewer when ``max(n, max_misses)`` samples in a row bring nothing new)."""
+        found, misses = [], 0
+        while len(found) < n and misses < max(n, self.max_misses):
             candidate = _try(lambda: ctx.space.sample(ctx.mod, ctx.new_seed()))
             if candidate is not None and _claim(ctx, candidate, taken):
                 found.append(candidate)
+                misses = 0
+            else:
+                misses += 1
         return found
 
 
