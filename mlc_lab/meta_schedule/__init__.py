@@ -14,3 +14,8 @@ from .runner import LocalRunner
 from .search_strategy import EvolutionarySearch, RandomSearch
 from .space_generator import PostOrderApply, ScheduleFn
 from .tune import tune_tir
+
+__all__ = ["CostModel", "EvolutionarySearch", "JSONDatabase", "LocalRunner", "PostOrderApply",
+           "RandomSearch", "ScheduleFn", "TuningRecord", "cost_model", "create_cost_model",
+           "database", "estimate_flops", "postproc", "runner", "schedule_rule", "search_strategy",
+           "space_generator", "tir_integration", "tune_tir"]
