@@ -1,0 +1,202 @@
+"""Measurement: build and run candidates in a worker process, check their results against the
+original program, and time them.
+
+The worker is started once (a fresh interpreter, sharing no state with a notebook kernel) and reused
+for every candidate. A candidate that crashes the worker (a segfault), or runs past
+``timeout_sec``, costs one trial: the worker is replaced and the result carries the reason.
+Nothing a candidate does can stop the tuning session.
+
+Every candidate first runs on the same random inputs as the original module did in the
+reference interpreter; one whose outputs differ is an error ("wrong result"), never timed.
+The time is the smallest of ``repeat`` means of ``number`` calls each.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+import numpy as np
+
+from ..tir.buffer import Buffer
+from ..tir.schedule import numerics
+
+
+@dataclass
+class RunResult:
+    """``run_secs``: the mean seconds per call of each repeat (None on error)."""
+    run_secs: list | None
+    error: str | None = None
+
+
+@dataclass
+class Reference:
+    """Inputs for a workload's function and the outputs the original program gives on them."""
+    func_name: str
+    args: list
+    expected: list
+    output_mask: list
+
+    @staticmethod
+    def of(mod, func_name: str, seed: int = 0) -> "Reference":
+        func = mod[func_name]
+        args = numerics.random_arguments(func, seed=seed)
+        expected = numerics.run(func, args)
+        mask = [isinstance(p, Buffer) for p in func.params]
+        return Reference(func_name, args, expected, mask)
+
+
+def default_build(mod, target):
+    from ..driver import build
+    return build(mod, target)
+
+
+class LocalRunner:
+    """Measure candidates in a reusable worker process.
+
+    Parameters: number (calls per repeat), repeat (timed repeats; the minimum of their means
+    is the candidate's time), min_repeat_ms (grow ``number`` until a repeat takes this long),
+    timeout_sec (per candidate, build included), rtol/atol (the result check), build_func
+    (``f(mod, target) -> runtime Module``; a module-level function, as the worker imports it).
+    """
+
+    def __init__(self, number: int = 3, repeat: int = 3, min_repeat_ms: float = 0,
+                 timeout_sec: float = 30, rtol: float = 1e-3, atol: float = 1e-3,
+                 build_func=default_build):
+        self.number = number
+        self.repeat = repeat
+        self.min_repeat_ms = min_repeat_ms
+        self.timeout_sec = timeout_sec
+        self.rtol = rtol
+        self.atol = atol
+        self.build_func = build_func
+        self._process = None
+        self._conn = None
+
+    def run(self, target, mods: list, reference: Reference) -> list:
+        """One RunResult per module, in order."""
+        return [self._run_one(str(target), mod, reference) for mod in mods]
+
+    def _run_one(self, target: str, mod, reference: Reference) -> RunResult:
+        job = (self.build_func, mod, target, reference, self.number, self.repeat,
+               self.min_repeat_ms, self.rtol, self.atol)
+        try:
+            self._ensure_worker()
+            self._conn.send(job)
+            if not self._conn.poll(self.timeout_sec):
+                self._stop_worker()
+                return RunResult(None, f"timeout: no result within {self.timeout_sec} s")
+            return self._conn.recv()
+        except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+            code = self._process.poll() if self._process is not None else None
+            self._stop_worker()
+            return RunResult(None, f"worker crashed (exit code {code}) while building or running "
+                                   "the candidate")
+
+    def _ensure_worker(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            return
+        self._stop_worker()
+        self._process, self._conn = start_worker()
+
+    def _stop_worker(self) -> None:
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.kill()
+            self._process.wait()
+        if self._conn is not None:
+            self._conn.close()
+        self._process = self._conn = None
+
+    def close(self) -> None:
+        """Stop the worker (a later ``run`` starts a new one)."""
+        self._stop_worker()
+
+    def __del__(self):
+        try:
+            self._stop_worker()
+        except Exception:  # interpreter shutdown; the worker exits when its pipe closes
+            pass
+
+
+class _Channel:
+    """Both directions of the pipes to a worker, as one connection."""
+
+    def __init__(self, read_fd: int, write_fd: int):
+        self.reader = Connection(read_fd, writable=False)
+        self.writer = Connection(write_fd, readable=False)
+
+    def send(self, obj) -> None:
+        self.writer.send(obj)
+
+    def recv(self):
+        return self.reader.recv()
+
+    def poll(self, timeout: float) -> bool:
+        return self.reader.poll(timeout)
+
+    def close(self) -> None:
+        self.reader.close()
+        self.writer.close()
+
+
+def start_worker(startup_timeout: float = 120):
+    """A worker process (``python -m mlc_lab.meta_schedule.measure_worker``, which imports nothing of
+    the caller's script) and the channel to it, once it is ready. The pipes are its own file
+    descriptors, so what a candidate prints cannot corrupt the messages."""
+    to_child_r, to_child_w = os.pipe()
+    to_parent_r, to_parent_w = os.pipe()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mlc_lab.meta_schedule.measure_worker", str(to_child_r), str(to_parent_w)],
+        pass_fds=(to_child_r, to_parent_w), env=env, stdin=subprocess.DEVNULL)
+    os.close(to_child_r)
+    os.close(to_parent_w)
+    channel = _Channel(to_parent_r, to_child_w)
+    if not channel.poll(startup_timeout) or channel.recv() != "ready":
+        process.kill()
+        raise RuntimeError("the measurement worker did not start")
+    return process, channel
+
+
+def measure(build_func, mod, target, reference: Reference, number: int, repeat: int,
+            min_repeat_ms: float, rtol: float, atol: float) -> RunResult:
+    """Build, check and time one candidate (in the worker)."""
+    from .. import runtime
+    try:
+        lib = build_func(mod, target)
+    except Exception as err:
+        return RunResult(None, f"build error: {type(err).__name__}: {_brief(err)}")
+    try:
+        arrays = [runtime.ndarray.array(a) if isinstance(a, np.ndarray) else a for a in reference.args]
+        lib[reference.func_name](*arrays)
+        wrong = _first_difference(mod[reference.func_name], arrays, reference, rtol, atol)
+        if wrong:
+            return RunResult(None, f"wrong result: {wrong}")
+        timer = lib.time_evaluator(reference.func_name, runtime.cpu(), number=number, repeat=repeat,
+                                   min_repeat_ms=min_repeat_ms)
+        return RunResult(list(timer(*arrays).results))
+    except Exception as err:
+        return RunResult(None, f"run error: {type(err).__name__}: {_brief(err)}")
+
+
+def _first_difference(func, arrays, reference: Reference, rtol: float, atol: float) -> str | None:
+    for param, got, want, is_buffer in zip(func.params, arrays, reference.expected,
+                                           reference.output_mask):
+        if not is_buffer:
+            continue
+        have = got.numpy()
+        close = np.isclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
+        if not close.all():
+            where = tuple(int(i) for i in np.argwhere(~close)[0])
+            return (f"buffer {param.name}{list(where)} is {have[where]!r} but the original program "
+                    f"gives {want[where]!r}")
+    return None
+
+
+def _brief(err: Exception) -> str:
+    text = str(err) or "".join(traceback.format_exception_only(type(err), err)).strip()
+    return text if len(text) < 2000 else text[:2000] + " ..."

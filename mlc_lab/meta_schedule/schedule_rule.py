@@ -1,0 +1,209 @@
+"""Schedule rules: how the automatic space (``PostOrderApply``) schedules one block.
+
+Each rule's ``apply(sch, block)`` changes ``sch`` in place with traced primitives, sampling the
+choices a search should explore (tile sizes, where the accumulator is written back, unroll
+depth, compute locations), or leaves the block alone when the rule does not fit it. The rules
+for CPUs, in the order ``PostOrderApply`` runs them over every block:
+
+1. ``AutoInline``: elementwise blocks disappear into their consumers (or producers).
+2. ``MultiLevelTiling``: reductions with data reuse (matmul, conv) are tiled SSRSRS and write
+   through a local accumulator (or carry their elementwise consumer) placed at a sampled tile.
+3. ``RandomComputeLocation``: the remaining blocks with consumers move under a sampled loop.
+4. ``ParallelVectorizeUnroll``: every block is annotated with the parallel and vector widths
+   and a sampled unroll depth; the ``RewriteParallelVectorizeUnroll`` postprocessor applies them.
+"""
+from __future__ import annotations
+
+from ..tir import expr as E
+from ..tir.schedule import ScheduleError
+from ..tir.schedule.primitives.common import all_blocks_under
+from ..tir.stmt_functor import uses_var
+
+ANN_PARALLEL = "meta_schedule.parallel"
+ANN_VECTORIZE = "meta_schedule.vectorize"
+ANN_UNROLL = "meta_schedule.unroll_explicit"
+
+
+class ScheduleRule:
+    """Base class: ``apply(sch, block)`` schedules one block in place (or does nothing)."""
+
+    def apply(self, sch, block) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+# -- block queries ------------------------------------------------------------------------
+
+def is_reduction(block) -> bool:
+    return any(iv.iter_type == "reduce" for iv in block.iter_vars)
+
+
+def is_spatial(block) -> bool:
+    return all(iv.iter_type == "spatial" for iv in block.iter_vars) and block.init is None
+
+
+def writes_param(sch, block_rv, block) -> bool:
+    """Whether the block writes a buffer the function takes as a parameter (an output)."""
+    params = {id(p) for p in sch.mod[block_rv.func_name].buffer_params}
+    return any(id(w.buffer) in params for w in block.writes)
+
+
+def loops_match_iters(sch, block_rv) -> list | None:
+    """The block's loops when each iterator is bound to exactly its own loop, in order."""
+    loops = sch.get_loops(block_rv)
+    realize_values = _iter_values(sch, block_rv)
+    block = sch.get(block_rv)
+    if len(loops) != len(block.iter_vars):
+        return None
+    for loop, value in zip(loops, realize_values):
+        if not isinstance(value, E.Var) or sch.get(loop).loop_var is not value:
+            return None
+    return loops
+
+
+def _iter_values(sch, block_rv) -> tuple:
+    index = sch._index(block_rv.func_name)
+    return index.blocks[block_rv.name].iter_values
+
+
+def has_data_reuse(block) -> bool:
+    """Some buffer the block reads is indexed by fewer than all of its iterators (each element is
+    read by several iterations), so tiling it keeps data in cache."""
+    for region in block.reads:
+        if any(w.buffer is region.buffer for w in block.writes):
+            continue
+        used = [iv for iv in block.iter_vars
+                if any(uses_var(r.min, iv.var) or uses_var(r.extent, iv.var) for r in region.region)]
+        if len(used) < len(block.iter_vars):
+            return True
+    return False
+
+
+# -- the rules ----------------------------------------------------------------------------
+
+class AutoInline(ScheduleRule):
+    """Inline an elementwise block into its consumers (``compute_inline``); an elementwise block
+    that writes an output goes into its producer instead (``reverse_compute_inline``). Either
+    only where the primitive's legality checks pass."""
+
+    def apply(self, sch, block_rv) -> None:
+        block = sch.get(block_rv)
+        if not is_spatial(block):
+            return
+        try:
+            if writes_param(sch, block_rv, block):
+                if len(sch.get_producers(block_rv)) == 1:
+                    sch.reverse_compute_inline(block_rv)
+            elif sch.get_consumers(block_rv):
+                sch.compute_inline(block_rv)
+        except ScheduleError:
+            pass
+
+
+class MultiLevelTiling(ScheduleRule):
+    """Tile a reduction with data reuse in the CPU structure "SSRSRS": every spatial loop is split
+    in four by ``sample_perfect_tile``, every reduction loop in two, and the pieces reordered as
+    S0 S1 R0 S2 R1 S3. Its single elementwise consumer is then moved under the S0 or S1 tile
+    (sampled) with ``reverse_compute_at``; a block without one writes through a local cache
+    placed there, so the tile's accumulator is a small local array."""
+
+    def __init__(self, structure: str = "SSRSRS", max_innermost_factor: int = 64,
+                 write_levels=(1, 2)):
+        self.structure = structure
+        self.max_innermost_factor = max_innermost_factor
+        self.write_levels = list(write_levels)
+
+    def apply(self, sch, block_rv) -> None:
+        block = sch.get(block_rv)
+        if not is_reduction(block) or block.init is None or not has_data_reuse(block):
+            return
+        loops = loops_match_iters(sch, block_rv)
+        if loops is None:
+            return
+        n_spatial = self.structure.count("S")
+        n_reduce = self.structure.count("R")
+        groups = {"S": [[] for _ in range(n_spatial)], "R": [[] for _ in range(n_reduce)]}
+        for loop, iv in zip(loops, block.iter_vars):
+            kind = "S" if iv.iter_type == "spatial" else "R"
+            n = n_spatial if kind == "S" else n_reduce
+            tiles = sch.sample_perfect_tile(loop, n=n, max_innermost_factor=self.max_innermost_factor)
+            for level, piece in enumerate(sch.split(loop, factors=tiles)):
+                groups[kind][level].append(piece)
+        order, tile_ends, seen = [], [], {"S": 0, "R": 0}
+        for kind in self.structure:
+            order += groups[kind][seen[kind]]
+            seen[kind] += 1
+            if kind == "S":
+                tile_ends.append(len(order) - 1)
+        sch.reorder(*order)
+        level = sch.sample_categorical(self.write_levels, [1.0] * len(self.write_levels))
+        at = order[tile_ends[int(level) - 1]]
+        consumers = sch.get_consumers(block_rv)
+        if len(consumers) == 1 and is_spatial(sch.get(consumers[0])):
+            try:
+                sch.reverse_compute_at(consumers[0], at, preserve_unit_loops=True)
+                return
+            except ScheduleError:
+                pass
+        cache = sch.cache_write(block_rv, 0, "local")
+        sch.reverse_compute_at(cache, at, preserve_unit_loops=True)
+
+
+class RandomComputeLocation(ScheduleRule):
+    """Move a block that still sits at the root and has consumers under a sampled loop of its
+    first consumer (``sample_compute_location``; the root is one of the choices)."""
+
+    def apply(self, sch, block_rv) -> None:
+        loops = sch.get_loops(block_rv)
+        if not loops or not sch.get_consumers(block_rv):
+            return
+        index = sch._index(block_rv.func_name)
+        realize = index.blocks[block_rv.name]
+        if index.parent_block(realize) is not index.blocks.get("root") or \
+                len(index.loops_above(realize)) != len(loops) or _shares_loops(index, realize):
+            return
+        location = sch.sample_compute_location(block_rv)
+        if location is not None:
+            try:
+                sch.compute_at(block_rv, location)
+            except ScheduleError:
+                pass
+
+
+def _shares_loops(index, realize) -> bool:
+    """Whether the block's outermost loop also holds other blocks (it was tiled or fused with
+    them already), so moving it alone would break that structure."""
+    loops = index.loops_above(realize)
+    return len(all_blocks_under(loops[0])) > 1 if loops else False
+
+
+class ParallelVectorizeUnroll(ScheduleRule):
+    """Annotate the block for ``RewriteParallelVectorizeUnroll``: parallelise up to
+    ``max_jobs_per_core * cores`` outer iterations, vectorize an innermost loop of up to
+    ``max_vectorize_extent``, and unroll inner loops up to a sampled number of steps."""
+
+    def __init__(self, max_jobs_per_core: int = 16, max_vectorize_extent: int = 64,
+                 unroll_max_steps=(0, 16, 64, 512), num_cores: int = 1):
+        self.max_jobs_per_core = max_jobs_per_core
+        self.max_vectorize_extent = max_vectorize_extent
+        self.unroll_max_steps = list(unroll_max_steps)
+        self.num_cores = num_cores
+
+    def apply(self, sch, block_rv) -> None:
+        if not sch.get_loops(block_rv):
+            return
+        if self.num_cores > 1:
+            sch.annotate(block_rv, ANN_PARALLEL, self.max_jobs_per_core * self.num_cores)
+        if self.max_vectorize_extent > 1:
+            sch.annotate(block_rv, ANN_VECTORIZE, self.max_vectorize_extent)
+        if self.unroll_max_steps:
+            steps = sch.sample_categorical(self.unroll_max_steps, [1.0] * len(self.unroll_max_steps))
+            sch.annotate(block_rv, ANN_UNROLL, steps)
+
+
+def default_rules(num_cores: int = 1) -> list:
+    """The rules ``PostOrderApply`` uses for a CPU target with ``num_cores`` cores."""
+    return [AutoInline(), MultiLevelTiling(), RandomComputeLocation(),
+            ParallelVectorizeUnroll(num_cores=num_cores)]

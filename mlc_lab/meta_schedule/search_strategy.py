@@ -1,0 +1,184 @@
+"""Search strategies: which candidates to measure next.
+
+``RandomSearch`` samples the space. ``EvolutionarySearch`` starts a population from the best
+records measured so far plus fresh samples, evolves it for a few generations (a child replays
+its parent's design with one sampling decision drawn afresh: a tile size, an unroll depth, a
+compute location), and picks the batch by cost-model score, epsilon-greedy (most by score, a
+few at random so the model sees what it does not yet rate). The cost model learns from every
+measured batch. Every random choice comes from one generator seeded by ``seed``, so a run is
+reproducible apart from the timings it measures.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..ir import structural_hash
+from .space_generator import Candidate, SpaceRejectedError
+
+SAMPLING_KINDS = ("sample_perfect_tile", "sample_categorical", "sample_compute_location")
+
+
+@dataclass
+class TuneContext:
+    """What a strategy works on: the module and its function, the space, the target, the
+    database, the cost model, the random generator, and the schedules measured already (by
+    structural hash of the scheduled module)."""
+    mod: object
+    func_name: str
+    space: object
+    target: object
+    database: object
+    cost_model: object
+    rng: np.random.Generator
+    measured: set = field(default_factory=set)
+
+    def new_seed(self) -> int:
+        return int(self.rng.integers(2**31))
+
+    def func_of(self, candidate: Candidate):
+        return candidate.sch.mod[self.func_name]
+
+
+class SearchStrategy:
+    """Base class: ``generate(ctx, n)`` proposes up to ``n`` unmeasured candidates (fewer when the
+    space seems exhausted); ``notify(ctx, candidates, results)`` learns from their measurement."""
+
+    max_misses = 16   # samples in a row that bring nothing new before the space counts as exhausted
+
+    def generate(self, ctx: TuneContext, n: int) -> list:
+        raise NotImplementedError
+
+    def notify(self, ctx: TuneContext, candidates: list, results: list) -> None:
+        if ctx.cost_model is not None:
+            seconds = [min(r.run_secs) if r.run_secs else math.inf for r in results]
+            ctx.cost_model.update([ctx.func_of(c) for c in candidates], seconds)
+
+    def sample_new(self, ctx: TuneContext, n: int, taken: dict) -> list:
+        """Up to ``n`` fresh samples of the space that are neither measured nor in ``taken``
+        (fewer when ``max(n, max_misses)`` samples in a row bring nothing new)."""
+        found, misses = [], 0
+        while len(found) < n and misses < max(n, self.max_misses):
+            candidate = _try(lambda: ctx.space.sample(ctx.mod, ctx.new_seed()))
+            if candidate is not None and _claim(ctx, candidate, taken):
+                found.append(candidate)
+                misses = 0
+            else:
+                misses += 1
+        return found
+
+
+class RandomSearch(SearchStrategy):
+    """Measure random samples of the space."""
+
+    def generate(self, ctx: TuneContext, n: int) -> list:
+        return self.sample_new(ctx, n, {})
+
+
+class EvolutionarySearch(SearchStrategy):
+    """Parameters: population_size; init_measured_ratio (the share of the first population taken
+    from the best records); genetic_num_iters (generations per batch); genetic_mutate_prob (the
+    chance a child differs from its parent); eps_greedy (the share of each batch chosen at random
+    instead of by score)."""
+
+    def __init__(self, population_size: int = 64, init_measured_ratio: float = 0.2,
+                 genetic_num_iters: int = 2, genetic_mutate_prob: float = 0.85,
+                 eps_greedy: float = 0.05):
+        self.population_size = population_size
+        self.init_measured_ratio = init_measured_ratio
+        self.genetic_num_iters = genetic_num_iters
+        self.genetic_mutate_prob = genetic_mutate_prob
+        self.eps_greedy = eps_greedy
+
+    def generate(self, ctx: TuneContext, n: int) -> list:
+        population = self._initial_population(ctx)
+        if not population:
+            return []
+        pool: dict = {}
+        for candidate in population:
+            _claim(ctx, candidate, pool)
+        for _ in range(self.genetic_num_iters):
+            population = self._next_generation(ctx, population)
+            for candidate in population:
+                _claim(ctx, candidate, pool)
+        return self._pick(ctx, list(pool.values()), n)
+
+    def _initial_population(self, ctx: TuneContext) -> list:
+        best = ctx.database.get_top_k(ctx.mod, ctx.target,
+                                      int(self.population_size * self.init_measured_ratio))
+        population = [c for c in (_try(lambda r=r: ctx.space.replay(ctx.mod, r.design, ctx.new_seed()))
+                                  for r in best) if c is not None]
+        population += self.sample_new(ctx, self.population_size - len(population), {})
+        return population
+
+    def _next_generation(self, ctx: TuneContext, population: list) -> list:
+        scores = _scores(ctx, population)
+        weights = scores - scores.min() + 1e-6
+        children = []
+        for _ in range(self.population_size):
+            parent = population[int(ctx.rng.choice(len(population), p=weights / weights.sum()))]
+            child = self._mutate(ctx, parent) if ctx.rng.random() < self.genetic_mutate_prob else None
+            children.append(child or parent)
+        return children
+
+    def _mutate(self, ctx: TuneContext, parent: Candidate) -> Candidate | None:
+        """The parent's design with one sampling decision drawn afresh (None if none can be)."""
+        sites = [k for k, inst in enumerate(parent.design) if inst["kind"] in SAMPLING_KINDS]
+        if not sites:
+            return None
+        site = sites[int(ctx.rng.integers(len(sites)))]
+        seed = ctx.new_seed()
+        return _try(lambda: ctx.space.replay(ctx.mod, parent.design, seed, decisions={site: None}))
+
+    def _pick(self, ctx: TuneContext, pool: list, n: int) -> list:
+        """The top-scored ``n`` of the pool, a share eps_greedy of them swapped for random ones;
+        fresh samples fill up a pool too small."""
+        chosen: list = []
+        if pool:
+            order = list(np.argsort(-_scores(ctx, pool), kind="stable"))
+            n_greedy = min(len(pool), n - int(round(n * self.eps_greedy)))
+            chosen = [pool[k] for k in order[:n_greedy]]
+            rest = [pool[k] for k in order[n_greedy:]]
+            for k in ctx.rng.permutation(len(rest))[:n - len(chosen)]:
+                chosen.append(rest[int(k)])
+        if len(chosen) < n:
+            chosen += self.sample_new(ctx, n - len(chosen), {_key(c): c for c in pool})
+        return chosen
+
+
+def _scores(ctx: TuneContext, candidates: list) -> np.ndarray:
+    if ctx.cost_model is None:
+        return ctx.rng.random(len(candidates))
+    return np.asarray(ctx.cost_model.predict([ctx.func_of(c) for c in candidates]), dtype=float)
+
+
+def _key(candidate: Candidate) -> int:
+    return structural_hash(candidate.sch.mod)
+
+
+def _claim(ctx: TuneContext, candidate: Candidate, taken: dict) -> bool:
+    """Add the candidate to ``taken`` unless it (structurally) was measured or taken already."""
+    key = _key(candidate)
+    if key in ctx.measured or key in taken:
+        return False
+    taken[key] = candidate
+    return True
+
+
+def _try(make):
+    try:
+        return make()
+    except SpaceRejectedError:
+        return None
+
+
+def create_strategy(strategy) -> SearchStrategy:
+    if isinstance(strategy, SearchStrategy):
+        return strategy
+    kinds = {"evolutionary": EvolutionarySearch, "random": RandomSearch}
+    if strategy not in kinds:
+        raise ValueError(f"unknown search strategy {strategy!r}; known: evolutionary, random "
+                         "(or pass a SearchStrategy object)")
+    return kinds[strategy]()

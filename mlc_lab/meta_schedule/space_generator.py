@@ -1,0 +1,124 @@
+"""Search spaces: a space samples one schedule (a *design*) of a module per call; its sampling
+instructions are the choices search explores.
+
+``ScheduleFn(f)`` is a space written by hand: ``f(sch)`` applies primitives and sampling
+instructions to a fresh ``tir.Schedule``. ``PostOrderApply()`` is the automatic space: schedule
+rules (``schedule_rule.py``) applied to every block. Both end with the postprocessors
+(``postproc.py``); a design they reject is dropped.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..tir.schedule import Schedule, ScheduleError
+from ..tir.schedule.trace import Trace
+from ..tir.verify import VerifyError
+from .postproc import block_names, default_postprocs, prim_func_names
+from .schedule_rule import default_rules
+
+
+class SpaceRejectedError(Exception):
+    """A design that sampling or postprocessing could not turn into a valid schedule."""
+
+
+@dataclass
+class Candidate:
+    """A schedule ready to measure: ``sch`` after postprocessing, and the design (the traced
+    steps before postprocessing) as JSON, which mutation replays with new decisions."""
+    sch: Schedule
+    design: list
+
+
+class SpaceGenerator:
+    """Base class. Subclasses implement ``design(sch)``, which schedules ``sch`` in place."""
+
+    def __init__(self, postprocs=None):
+        self.postprocs = default_postprocs() if postprocs is None else list(postprocs)
+
+    def design(self, sch: Schedule) -> Schedule:
+        raise NotImplementedError
+
+    def sample(self, mod, seed: int) -> Candidate:
+        """One random design of ``mod``, postprocessed. Raises SpaceRejectedError."""
+        sch = Schedule(mod, seed=seed)
+        try:
+            sch = self.design(sch)
+        except (ScheduleError, VerifyError) as err:
+            raise SpaceRejectedError(f"the space failed to schedule the module: {err}") from err
+        return self.finish(sch)
+
+    def replay(self, mod, design: list, seed: int, decisions: dict | None = None) -> Candidate:
+        """Replay a design's trace on ``mod``; ``decisions`` maps instruction index -> a new
+        decision (None: sample that instruction afresh). Raises SpaceRejectedError."""
+        sch = Schedule(mod, seed=seed)
+        try:
+            Trace.from_json(design).apply_to_schedule(sch, decisions=decisions)
+        except (ScheduleError, VerifyError) as err:
+            raise SpaceRejectedError(f"replaying the design failed: {err}") from err
+        return self.finish(sch)
+
+    def finish(self, sch: Schedule) -> Candidate:
+        try:
+            design = sch.trace.as_json()
+        except TypeError as err:
+            raise SpaceRejectedError(str(err)) from err
+        try:
+            for postproc in self.postprocs:
+                if not postproc.apply(sch):
+                    raise SpaceRejectedError(f"postprocessor {postproc!r} rejected the schedule")
+        except (ScheduleError, VerifyError) as err:
+            raise SpaceRejectedError(f"postprocessing failed: {err}") from err
+        return Candidate(sch, design)
+
+
+class ScheduleFn(SpaceGenerator):
+    """A space written as a function: ``f(sch)`` schedules a fresh ``tir.Schedule`` in place with
+    primitives and sampling instructions (``sch.sample_perfect_tile`` ...); it may return the
+    schedule or None."""
+
+    def __init__(self, sch_fn, postprocs=None):
+        if not callable(sch_fn):
+            raise TypeError(f"ScheduleFn expects a function of a tir.Schedule, got {sch_fn!r}")
+        super().__init__(postprocs)
+        self.sch_fn = sch_fn
+
+    def design(self, sch: Schedule) -> Schedule:
+        result = self.sch_fn(sch)
+        return result if isinstance(result, Schedule) else sch
+
+    def __repr__(self) -> str:
+        return f"ScheduleFn({getattr(self.sch_fn, '__name__', self.sch_fn)!r})"
+
+
+class PostOrderApply(SpaceGenerator):
+    """The automatic space: each schedule rule in turn is applied to every block still there
+    (in program order), so inlining happens before tiling and tiling before compute locations.
+    ``rules`` default to ``schedule_rule.default_rules(num_cores)``."""
+
+    def __init__(self, rules=None, postprocs=None, num_cores: int = 1):
+        super().__init__(postprocs)
+        self.rules = default_rules(num_cores) if rules is None else list(rules)
+
+    def design(self, sch: Schedule) -> Schedule:
+        for func_name in prim_func_names(sch.mod):
+            for rule in self.rules:
+                for name in block_names(sch, func_name):
+                    if name in block_names(sch, func_name):
+                        rule.apply(sch, sch.get_block(name, func_name))
+        return sch
+
+    def __repr__(self) -> str:
+        return f"PostOrderApply(rules={self.rules!r})"
+
+
+def create_space(space, num_cores: int = 1) -> SpaceGenerator:
+    """A space from what ``tune_tir`` accepts: None or "auto" (PostOrderApply), a function of a
+    schedule (ScheduleFn), or a SpaceGenerator."""
+    if space is None or (isinstance(space, str) and space in ("auto", "post-order-apply")):
+        return PostOrderApply(num_cores=num_cores)
+    if isinstance(space, SpaceGenerator):
+        return space
+    if callable(space):
+        return ScheduleFn(space)
+    raise TypeError(f"space expects 'auto', a function of a tir.Schedule or a SpaceGenerator, "
+                    f"got {space!r}")

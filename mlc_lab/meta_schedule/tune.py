@@ -1,0 +1,123 @@
+"""``tune_tir``: search a space of schedules of one PrimFunc, measure the candidates, and keep
+every measurement in a database."""
+from __future__ import annotations
+
+import logging
+import tempfile
+
+import numpy as np
+
+from ..ir import structural_hash
+from ..ir.module import IRModule
+from ..target import Target
+from ..tir.function import PrimFunc
+from ..tir.schedule import ScheduleError
+from ..tir.schedule.trace import TraceError
+from ..tir.verify import VerifyError
+from .cost_model import create_cost_model
+from .database import JSONDatabase, TuningRecord
+from .flop_counter import estimate_flops
+from .runner import LocalRunner, Reference
+from .search_strategy import RandomSearch, TuneContext, create_strategy
+from .space_generator import create_space
+
+logger = logging.getLogger("mlc_lab.meta_schedule")
+
+
+def as_module(mod) -> IRModule:
+    """The IRModule tuning works on: a lone PrimFunc becomes the module's "main"."""
+    if isinstance(mod, PrimFunc):
+        return IRModule({"main": mod})
+    if not isinstance(mod, IRModule):
+        raise TypeError(f"expected an IRModule or a PrimFunc, got {type(mod).__name__}")
+    return mod
+
+
+def single_func_name(mod: IRModule) -> str:
+    names = [gv.name_hint for gv, f in mod.functions.items() if isinstance(f, PrimFunc)]
+    if len(names) != 1:
+        raise ValueError(f"tune_tir tunes a module with one PrimFunc; this one has {len(names)} "
+                         f"({', '.join(names)}); tune each separately")
+    return names[0]
+
+
+def tune_tir(mod, target, max_trials_global: int, num_trials_per_iter: int = 64, space=None,
+             work_dir: str | None = None, task_name: str = "main", seed: int | None = None,
+             strategy="evolutionary", cost_model="gbdt", runner=None, database=None,
+             quiet: bool = False) -> JSONDatabase:
+    """Tune the PrimFunc of ``mod`` for ``target`` with up to ``max_trials_global`` measurements,
+    ``num_trials_per_iter`` at a time, and return the database holding them.
+
+    Parameters: space (None or "auto" for the automatic space, a ScheduleFn or a function of a
+    tir.Schedule); work_dir (where the JSON database lives; a temporary directory if None);
+    seed (makes the candidates chosen reproducible); strategy ("evolutionary" | "random" | a
+    SearchStrategy); cost_model ("gbdt" | "mlp" | "random" | a CostModel; evolutionary search
+    only); runner (a LocalRunner: repeats, timeout); database (a JSONDatabase to add to, instead
+    of opening work_dir's); quiet (no progress bar).
+
+    Tuning stops early when the space yields no schedule that was not measured already.
+    """
+    mod = as_module(mod)
+    func_name = single_func_name(mod)
+    target = Target(target)
+    space = create_space(space, num_cores=target.attrs.get("num-cores") or 1)
+    strategy = create_strategy(strategy)
+    if database is None:
+        database = JSONDatabase(work_dir or tempfile.mkdtemp(prefix="mlc_lab_tune_"))
+    own_runner = runner is None
+    runner = LocalRunner() if own_runner else runner
+    model = None if isinstance(strategy, RandomSearch) else create_cost_model(cost_model, seed)
+    ctx = TuneContext(mod, func_name, space, target, database, model,
+                      np.random.default_rng(seed), _measured(database, mod, target))
+    reference = Reference.of(mod, func_name)
+    flops = estimate_flops(mod)
+    progress = _progress(max_trials_global, task_name, quiet)
+    trials = 0
+    try:
+        while trials < max_trials_global:
+            batch = strategy.generate(ctx, min(num_trials_per_iter, max_trials_global - trials))
+            if not batch:
+                logger.info("%s: the space has no unmeasured schedule left after %d trials",
+                            task_name, trials)
+                break
+            results = runner.run(target, [c.sch.mod for c in batch], reference)
+            for candidate, result in zip(batch, results):
+                record = TuningRecord(candidate.sch.trace.as_json(), str(target), result.run_secs,
+                                      result.error, len(candidate.design), task_name, flops)
+                database.commit_record(mod, record)
+                ctx.measured.add(structural_hash(candidate.sch.mod))
+                if result.error:
+                    logger.warning("%s: trial %d failed: %s", task_name, trials + 1,
+                                   result.error.splitlines()[0])
+                trials += 1
+            strategy.notify(ctx, batch, results)
+            _report(progress, database, mod, target, len(batch))
+    finally:
+        progress.close()
+        if own_runner:
+            runner.close()
+    return database
+
+
+def _measured(database, mod, target) -> set:
+    """Structural hashes of the schedules already in the database, so they are not measured
+    again when a tuning session continues one."""
+    measured = set()
+    for record in database.records(mod, target):
+        try:
+            measured.add(structural_hash(record.as_schedule(mod).mod))
+        except (ScheduleError, TraceError, VerifyError) as err:  # a stale trace no longer replays: measure anew
+            logger.info("record not replayed: %s", err)
+    return measured
+
+
+def _progress(total: int, task_name: str, quiet: bool):
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=task_name, unit="trial", disable=quiet)
+
+
+def _report(progress, database, mod, target, n: int) -> None:
+    best = database.best(mod, target)
+    if best is not None:
+        progress.set_postfix_str(f"best {best.gflops:.2f} GFLOPS ({best.seconds * 1e3:.3f} ms)")
+    progress.update(n)

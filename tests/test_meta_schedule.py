@@ -1,0 +1,255 @@
+"""meta_schedule: spaces, measurement, database, search and tune_tir/compile_tir, on small
+matmuls so a tuning run takes seconds. Timings are never asserted; numerics always are."""
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+import mlc_lab
+from mlc_lab import meta_schedule as ms
+from mlc_lab import tir
+from mlc_lab.ir import structural_equal
+from mlc_lab.script import ir as I
+from mlc_lab.script import tir as T
+from mlc_lab.tir.schedule import numerics
+from mlc_lab.tir.verify import verify
+
+from corpus import mm_relu, softmax
+
+TARGET = "llvm --num-cores=1"
+
+
+@I.ir_module
+class Matmul:
+    @T.prim_func
+    def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"),
+             C: T.Buffer((64, 64), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, j, k in T.grid(64, 64, 64):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+@T.prim_func
+def leaves_output_untouched(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"),
+                            C: T.Buffer((64, 64), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    for i in range(1):
+        with T.block("nothing"):
+            vi = T.axis.spatial(1, i)
+            A[vi, vi] = A[vi, vi]
+
+
+def split_j(sch):
+    """The course's space: the j loop split by a sampled factor, the reduction moved out."""
+    block = sch.get_block("C", "main")
+    i, j, k = sch.get_loops(block)
+    j0, j1 = sch.split(j, factors=sch.sample_perfect_tile(j, n=2))
+    sch.reorder(i, j0, k, j1)
+    sch.decompose_reduction(block, k)
+
+
+BEHAVIOURS = ["ok", "segfault", "hang", "raise", "wrong"]
+
+
+def split_j_with_behaviour(sch):
+    """split_j, plus a sampled note (a block annotation) telling misbehaving_build what to do."""
+    behaviour = sch.sample_categorical(BEHAVIOURS, [1.0] * len(BEHAVIOURS))
+    sch.annotate(sch.get_block("C", "main"), "test.behaviour", behaviour)
+    block = sch.get_block("C", "main")
+    i, j, k = sch.get_loops(block)
+    sch.split(j, factors=[None, 4])
+
+
+def misbehaving_build(mod, target):
+    """Runs in the measurement worker: crash, hang, fail, miscompile or build, as noted."""
+    behaviour = _behaviour(mod)
+    if behaviour == "segfault":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if behaviour == "hang":
+        time.sleep(600)
+    if behaviour == "raise":
+        raise RuntimeError("this candidate does not build")
+    if behaviour == "wrong":
+        return mlc_lab.build(leaves_output_untouched, target)
+    return mlc_lab.build(mod, target)
+
+
+def _behaviour(mod) -> str:
+    for behaviour in BEHAVIOURS:
+        if f'"test.behaviour": "{behaviour}"' in mod.script():
+            return behaviour
+    raise AssertionError("no behaviour note")
+
+
+@pytest.fixture(scope="module")
+def runner():
+    shared = ms.LocalRunner(number=1, repeat=2, timeout_sec=60)
+    yield shared
+    shared.close()
+
+
+def _decisions(database) -> list:
+    return [[inst["decision"] for inst in r.trace if inst["decision"] is not None]
+            for r in database.records()]
+
+
+def _run(mod, func_name="main"):
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((64, 64)).astype("float32") for _ in range(2))
+    c = mlc_lab.nd.empty((64, 64), "float32")
+    mlc_lab.build(mod, "llvm")[func_name](mlc_lab.nd.array(a), mlc_lab.nd.array(b), c)
+    return a, b, c.numpy()
+
+
+def test_schedule_fn_tuning_picks_a_correct_record(tmp_path, runner):
+    database = ms.tune_tir(Matmul, TARGET, max_trials_global=8, num_trials_per_iter=4,
+                           space=ms.space_generator.ScheduleFn(split_j), work_dir=str(tmp_path),
+                           seed=0, cost_model="random", runner=runner, quiet=True)
+    records = database.records(Matmul, TARGET)
+    assert 0 < len(records) <= 8 and all(r.error is None for r in records)
+    best = database.best(Matmul, TARGET)
+    assert best.seconds == min(r.seconds for r in records) and best.gflops > 0
+    sch = ms.tir_integration.compile_tir(database, Matmul, TARGET)
+    assert isinstance(sch, tir.Schedule)
+    assert [i.kind for i in sch.trace.insts][:4] == ["get_block", "get_loops", "sample_perfect_tile",
+                                                     "split"]
+    a, b, c = _run(sch.mod)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_small_space_stops_when_exhausted(tmp_path, runner):
+    # j = 64 splits with an innermost factor of at most 16 in five ways only
+    database = ms.tune_tir(Matmul, TARGET, max_trials_global=32, num_trials_per_iter=8,
+                           space=split_j, work_dir=str(tmp_path), seed=1, strategy="random",
+                           runner=runner, quiet=True)
+    assert sorted(d[0][1] for d in _decisions(database)) == [1, 2, 4, 8, 16]
+
+
+@pytest.mark.parametrize("strategy", ["random", "evolutionary"])
+def test_same_seed_same_candidates(tmp_path, runner, strategy):
+    def tune(where, seed):
+        search = ms.RandomSearch() if strategy == "random" else ms.EvolutionarySearch(
+            population_size=6, genetic_num_iters=1)
+        return ms.tune_tir(Matmul, TARGET, max_trials_global=4, num_trials_per_iter=4,
+                           work_dir=str(tmp_path / where), seed=seed, strategy=search,
+                           cost_model="random", runner=runner, quiet=True)
+    first, second = tune("a", 5), tune("b", 5)
+    assert _decisions(first) == _decisions(second)
+    assert [r.trace for r in first.records()] == [r.trace for r in second.records()]
+    assert _decisions(tune("c", 6)) != _decisions(first)
+
+
+def test_failing_and_wrong_candidates_are_recorded_never_chosen(tmp_path):
+    runner = ms.LocalRunner(number=1, repeat=1, timeout_sec=5, build_func=misbehaving_build)
+    try:
+        database = ms.tune_tir(Matmul, TARGET, max_trials_global=10, num_trials_per_iter=5,
+                               space=split_j_with_behaviour, work_dir=str(tmp_path), seed=0,
+                               strategy="random", runner=runner, quiet=True)
+    finally:
+        runner.close()
+    errors = {_behaviour(r.as_schedule(Matmul).mod): r.error for r in database.records()}
+    assert set(errors) == set(BEHAVIOURS)
+    assert errors["ok"] is None
+    assert errors["segfault"].startswith("worker crashed")
+    assert errors["hang"].startswith("timeout")
+    assert errors["raise"].startswith("build error: RuntimeError: this candidate does not build")
+    assert errors["wrong"].startswith("wrong result: buffer C[")
+    best = database.best(Matmul, TARGET)
+    assert _behaviour(best.as_schedule(Matmul).mod) == "ok"
+    sch = ms.tir_integration.compile_tir(database, Matmul, TARGET)
+    a, b, c = _run(sch.mod)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_database_round_trip_and_targets(tmp_path, runner):
+    database = ms.tune_tir(Matmul, TARGET, max_trials_global=4, num_trials_per_iter=4,
+                           space=split_j, work_dir=str(tmp_path), seed=2, strategy="random",
+                           runner=runner, quiet=True)
+    reloaded = ms.JSONDatabase(str(tmp_path))
+    assert [r.to_json() for r in reloaded.records()] == [r.to_json() for r in database.records()]
+    assert reloaded.best(Matmul, TARGET).to_json() == database.best(Matmul, TARGET).to_json()
+    # the target's spelling does not matter, another target's records are never used
+    assert len(reloaded.records(Matmul, "llvm -num-cores=1")) == 4
+    assert reloaded.records(Matmul, "llvm -num-cores=2") == []
+    assert reloaded.best(Matmul, "llvm -num-cores=2") is None
+    with pytest.raises(LookupError, match="no successful tuning record"):
+        ms.tir_integration.compile_tir(reloaded, Matmul, "llvm -num-cores=2")
+    before = ms.tir_integration.compile_tir(database, Matmul, TARGET)
+    after = ms.tir_integration.compile_tir(reloaded, Matmul, TARGET)
+    assert structural_equal(before.mod, after.mod)
+    assert before.trace.as_json() == after.trace.as_json()
+    # another workload has no records
+    other = mlc_lab.IRModule({"main": mm_relu})
+    assert reloaded.records(other) == [] and reloaded.best(other, TARGET) is None
+
+
+def test_database_plot(tmp_path, runner):
+    import matplotlib
+    matplotlib.use("Agg")
+    database = ms.tune_tir(Matmul, TARGET, max_trials_global=3, num_trials_per_iter=3,
+                           space=split_j, work_dir=str(tmp_path), seed=0, strategy="random",
+                           runner=runner, quiet=True)
+    ax = database.plot()
+    assert ax.get_xlabel() == "trial" and ax.get_ylabel() == "GFLOPS"
+    best_line = ax.get_lines()[0].get_ydata()
+    assert list(best_line) == sorted(best_line) and best_line[-1] == pytest.approx(
+        database.best(Matmul, TARGET).gflops)
+
+
+@pytest.mark.parametrize("func", [mm_relu, softmax], ids=["mm_relu", "softmax"])
+def test_automatic_space_gives_verified_correct_schedules(func):
+    mod = mlc_lab.IRModule({func.attr_dict["global_symbol"]: func})
+    name = func.attr_dict["global_symbol"]
+    space = ms.PostOrderApply(num_cores=2)
+    cache: dict = {}
+    kinds = set()
+    for seed in range(4):
+        candidate = space.sample(mod, seed)
+        verify(candidate.sch.mod)
+        assert numerics.compare_with_reference(func, candidate.sch.mod[name], cache, name) is None
+        kinds |= {inst.kind for inst in candidate.sch.trace.insts}
+        # the trace replays to the same module
+        replayed = tir.Schedule(mod)
+        tir.schedule.Trace.from_json(candidate.sch.trace.as_json()).apply_to_schedule(replayed)
+        assert structural_equal(replayed.mod, candidate.sch.mod)
+    assert {"sample_categorical", "annotate", "unannotate", "decompose_reduction"} <= kinds
+    if func is mm_relu:
+        assert {"sample_perfect_tile", "split", "reorder", "reverse_compute_at", "parallel"} <= kinds
+    else:
+        assert "compute_inline" in kinds
+
+
+def test_tune_with_automatic_space_and_evolutionary_search(tmp_path, runner):
+    strategy = ms.EvolutionarySearch(population_size=6, genetic_num_iters=1)
+    database = ms.tune_tir(Matmul, TARGET, max_trials_global=6, num_trials_per_iter=3,
+                           work_dir=str(tmp_path), seed=0, strategy=strategy, cost_model="random",
+                           runner=runner, quiet=True)
+    records = database.records()
+    assert len(records) == 6
+    assert len({str(r.trace) for r in records}) == 6       # never the same candidate twice
+    sch = ms.tir_integration.compile_tir(database, Matmul, TARGET)
+    assert "sample_perfect_tile" in [i.kind for i in sch.trace.insts]
+    a, b, c = _run(sch.mod)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_flop_counter():
+    assert ms.estimate_flops(Matmul) == 2 * 64 ** 3
+    assert ms.estimate_flops(mm_relu) == 2 * 128 ** 3 + 128 * 128
+    # softmax: max, exp(a - m) (2), sum, divide, per element
+    assert ms.estimate_flops(softmax) == 8 * 16 * (1 + 2 + 1 + 1)
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="ScheduleFn expects a function"):
+        ms.ScheduleFn(3)
+    with pytest.raises(ValueError, match="unknown search strategy"):
+        ms.tune_tir(Matmul, TARGET, 1, strategy="annealing", quiet=True)
+    with pytest.raises(ValueError, match="one PrimFunc"):
+        ms.tune_tir(mlc_lab.IRModule({"a": mm_relu, "b": softmax}), TARGET, 1, quiet=True)
