@@ -215,7 +215,7 @@ def unknown_extern(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
 
 
 def test_call_extern_of_an_unknown_function_names_it():
-    with pytest.raises(NotImplementedError, match="'my_kernel'.*llvm backend links only C math"):
+    with pytest.raises(NotImplementedError, match="'my_kernel'.*llvm backend runs only C math"):
         mlc_lab.build(unknown_extern, target="llvm")
     lib = mlc_lab.build(unknown_extern, target="python")
     with pytest.raises(NotImplementedError, match="'my_kernel'.*interpreter runs only C math"):

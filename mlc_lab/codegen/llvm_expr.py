@@ -10,7 +10,7 @@ import llvmlite.ir as ir
 
 from ..tir import dtype as dt
 from ..tir import expr as E
-from ..tir.extern import EXTERN_MATH, extern_math
+from ..tir.extern import require_extern_math
 
 _FLOATS = {"float16": ir.HalfType(), "float32": ir.FloatType(), "float64": ir.DoubleType()}
 
@@ -286,13 +286,8 @@ class ExprEmitter:
 
     def _call_extern(self, e):
         name = e.args[0].value
-        math = extern_math(name)
-        if math is None:
-            raise NotImplementedError(
-                f"T.call_extern({name!r}): the llvm backend links only C math library functions "
-                f"({', '.join(sorted(EXTERN_MATH))}, and their float32 'f' variants; LLVM IR "
-                f"from a pragma_import_llvm annotation is not linked); write {name} as loops in "
-                "a T.prim_func instead (for a tensor intrinsic, as its impl)")
+        math = require_extern_math(name, "the llvm backend", "; LLVM IR from a pragma_import_llvm "
+                                   "annotation is not linked")
         _, param, count = math
         param_type = scalar_type(param)
         fn = self.codegen.extern(name, param_type, [param_type] * count)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..tir import dtype as dt
 from ..tir import expr as E
-from ..tir.extern import EXTERN_MATH, extern_math
+from ..tir.extern import require_extern_math
 
 
 class UninitializedReadError(RuntimeError):
@@ -304,12 +304,7 @@ class Evaluator:
 
     def _call_extern(self, e, mask):
         name = e.args[0].value
-        math = extern_math(name)
-        if math is None:
-            raise NotImplementedError(
-                f"T.call_extern({name!r}): the interpreter runs only C math library functions "
-                f"({', '.join(sorted(EXTERN_MATH))}, and their float32 'f' variants); write "
-                f"{name} as loops in a T.prim_func instead (for a tensor intrinsic, as its impl)")
+        math = require_extern_math(name, "the interpreter")
         base, param, _ = math
         with np.errstate(all="ignore"):   # as in C: a domain error gives nan or inf, not a warning
             result = _EXTERN_MATH[base](*(_cast(self.eval(a, mask), param) for a in e.args[1:]))

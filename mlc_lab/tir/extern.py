@@ -26,6 +26,18 @@ def extern_math(name: str) -> tuple[str, str, int] | None:
     return None
 
 
+def require_extern_math(name: str, runner: str, note: str = "") -> tuple[str, str, int]:
+    """``extern_math(name)``, or the NotImplementedError that ``runner`` (the backend) gives for a
+    function it cannot run; ``note`` adds what that backend leaves out."""
+    math = extern_math(name)
+    if math is None:
+        raise NotImplementedError(
+            f"T.call_extern({name!r}): {runner} runs only C math library functions "
+            f"({', '.join(sorted(EXTERN_MATH))}, and their float32 'f' variants{note}); write "
+            f"{name} as loops in a T.prim_func instead (for a tensor intrinsic, as its impl)")
+    return math
+
+
 def call_extern(dtype: str, func_name: str, *args) -> Call:
     """A call of the external function ``func_name`` returning ``dtype``:
     ``Call(dtype, "call_extern", (StringImm(func_name), *args))``. The arguments of a C math
