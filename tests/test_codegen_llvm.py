@@ -506,6 +506,23 @@ def test_long_unrolled_loop_is_unrolled_by_a_bounded_count():
 
 
 @T.prim_func
+def unrolled_outer(A: T.Buffer((40000,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in T.unroll(8):
+        for k in range(5000):
+            B[i] = B[i] + A[i * 5000 + k]
+
+
+def test_an_unrolled_loop_whose_body_runs_too_many_statements_is_not_unrolled():
+    # Copies of the outer loop's body would each carry 5000 statement runs; LLVM, unrolling the
+    # inner loops of every copy too, would take minutes to compile, so the loop stays rolled.
+    source = render(unrolled_outer)
+    assert "llvm.loop.unroll.disable" in source and "llvm.loop.unroll.count" not in source
+    a = rand(40000)
+    _, b = run_both(unrolled_outer, [a, np.zeros(8, "float32")])
+    np.testing.assert_allclose(b, a.reshape(8, 5000).sum(1), rtol=1e-4, atol=1e-3)
+
+
+@T.prim_func
 def _row_max_vectorized_rows(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64,), "float32")):
     for i in T.vectorized(64):
         for k in range(64):

@@ -33,7 +33,7 @@ from ..target import Target
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.functor import StmtExprVisitor
-from ..tir.transform.unroll_loop import fits_unroll_budget
+from ..tir.transform.unroll_loop import fits_unroll_budget, partial_unroll_count
 from ..tir.stmt_functor import free_buffers, free_vars
 from .llvm_expr import ExprEmitter, value_type
 from .llvm_stmt import (STATUS_NO_MEMORY, STATUS_OK, STATUS_OUT_OF_BOUNDS, STATUS_RUNTIME_ERROR,
@@ -127,14 +127,16 @@ class ModuleCodegen:
         """``llvm.loop`` metadata for an unrolled or vectorized loop (a new node per loop).
 
         An unrolled loop too big to unroll fully within the lowering pass's budget (see
-        tir/transform/unroll_loop.py) is unrolled by a bounded count: a full unroll would make
-        compile time grow with the loop's extent."""
+        tir/transform/unroll_loop.py) is unrolled by a bounded count (none when its body alone
+        is that big): a full unroll would make compile time grow with the loop's extent."""
         m = self.module
         if loop.kind == "unrolled" and fits_unroll_budget(loop):
             hint = m.add_metadata([ir.MetaDataString(m, "llvm.loop.unroll.full")])
         elif loop.kind == "unrolled":
+            count = partial_unroll_count(loop, PARTIAL_UNROLL_COUNT)
             hint = m.add_metadata([ir.MetaDataString(m, "llvm.loop.unroll.count"),
-                                   ir.Constant(ir.IntType(32), PARTIAL_UNROLL_COUNT)])
+                                   ir.Constant(ir.IntType(32), count)] if count > 1 else
+                                  [ir.MetaDataString(m, "llvm.loop.unroll.disable")])
         else:
             hint = m.add_metadata([ir.MetaDataString(m, "llvm.loop.vectorize.enable"),
                                    ir.Constant(ir.IntType(1), 1)])

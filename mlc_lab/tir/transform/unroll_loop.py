@@ -41,6 +41,15 @@ def fits_unroll_budget(loop: S.For) -> bool:
             and loop.extent.value * _StmtCount.of(loop.body) <= MAX_UNROLLED_STMTS)
 
 
+def partial_unroll_count(loop: S.For, most: int) -> int:
+    """How many copies of the body of an unrolled loop too big to expand the code generator may ask
+    LLVM for: at most ``most``, and no more than keep the copies' statements, inner loops run to
+    the end, within MAX_UNROLLED_STMTS (LLVM unrolls short inner loops of every copy too, so an
+    outer loop's copies multiply them). 1 means: do not unroll."""
+    per_copy = max(1, _StmtCount.of(loop.body))
+    return max(1, min(most, MAX_UNROLLED_STMTS // per_copy))
+
+
 class _StmtCount(StmtExprVisitor):
     """How many statements running a body executes (loops count their extent, when constant)."""
 
