@@ -883,3 +883,40 @@ def test_reverse_compute_at_skips_the_iterations_its_producer_skips():
     d = np.full((10, 9), np.nan, "float32")
     mlc_lab.build(sch.mod, target="llvm")["main"](a, d)
     np.testing.assert_allclose(d, np.maximum(a * 2 + 1, 0), rtol=1e-6)
+
+
+@T.prim_func
+def add_one(A: T.Buffer((2, 6), "float32"), C: T.Buffer((2, 6), "float32")):
+    for i, j in T.grid(2, 6):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] + T.float32(1)
+
+
+def test_reverse_compute_at_refuses_a_producer_that_skips_inside_its_tile():
+    # j = j_0 * 2 + j_1 * 2 + j_2 with a unit j_1, split again into 5 * 4 * 7 pieces guarded by
+    # j_1_0 * 28 + j_1_1 * 7 + j_1_2 < 1: under j_1_0 the tile spans 56 columns but C writes 2.
+    sch = tir.Schedule(add_one)
+    c = sch.get_block("C")
+    sch.split(sch.get_loops(c)[1], factors=[3, 1, 2])
+    sch.split(sch.get_loops(c)[2], factors=[5, 4, 7])
+    sch.cache_write(c, 0, "shared")
+    loop = sch.get_loops(c)[2]
+    unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("C_shared"), loop),
+                    errors.RegionNotCoverableError, "skips iterations by T.where", "loop j_1_0")
+
+
+def test_reverse_compute_at_follows_a_nested_split_guard():
+    # Splitting j_1 (4 columns) into 2 * 3 guards it with j_1_0 * 3 + j_1_1 < 4: that guard narrows
+    # the tile to the 4 columns written, so the copy can go under j_0.
+    sch = tir.Schedule(add_one)
+    c = sch.get_block("C")
+    sch.split(sch.get_loops(c)[1], factors=[None, 4])
+    sch.split(sch.get_loops(c)[2], factors=[None, 3])
+    sch.cache_write(c, 0, "shared")
+    sch.reverse_compute_at(sch.get_block("C_shared"), sch.get_loops(c)[1])
+    assert_schedule_ok(sch, add_one)
+    a = np.random.default_rng(4).standard_normal((2, 6)).astype("float32")
+    out = np.full((2, 6), np.nan, "float32")
+    mlc_lab.build(sch.mod, target="llvm")["main"](a, out)
+    np.testing.assert_allclose(out, a + 1, rtol=1e-6)

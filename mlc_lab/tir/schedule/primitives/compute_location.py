@@ -14,7 +14,7 @@ from .common import dataflow_violation
 from .block_domain import (UncoverableRegion, accessed_region, block_var_domains,
                            enclosing_ranges, loops_between, predicate_in_iterators, realize_over,
                            shared_by_threads, uncovered_iterator)
-from .region import Interval, relax
+from .region import Interval, relax, relax_region
 from .surgery import loop_children, remove_and_insert
 
 
@@ -256,6 +256,15 @@ class ComputeLocationPrimitives:
                          f'block "{name}" would read all of it in every iteration, elements not '
                          "written yet among them; compute_at the producer instead, or split with "
                          "constant factors", loop_node, realize.block)
+                skipping = _skipping_guard(idx, loop_node, needed, region.buffer, known)
+                if skipping is not None:
+                    fail(errors.RegionNotCoverableError,
+                         f"a producer under loop {loop_name} skips iterations by T.where "
+                         f"({skipping}), which leaves gaps in the part of buffer "
+                         f"{region.buffer.name} it writes per iteration that no box can follow: "
+                         f'block "{name}" would read elements not written yet. Move it under a loop '
+                         "outside the split that made the T.where, or compute_at the producer instead",
+                         loop_node, realize.block)
                 sparse = _sparsely_written(idx, loop_node, needed, region.buffer, required, known)
                 if sparse is not None:
                     fail(errors.RegionNotCoverableError,
@@ -322,6 +331,42 @@ def _producers_guard(idx, producers, loop: S.For, known: dict, fail, name: str, 
              f'no single condition says when block "{name}" may read; reverse_compute_at needs '
              "the producers to write in every iteration of the loop", loop)
     return guards[0] if guards else []
+
+
+def _skipping_guard(idx, loop: S.For, producers, buffer, known: dict):
+    """A T.where conjunct of a producer of ``buffer`` over the loops inside ``loop`` that skips
+    elements inside the region it writes there, or None. A conjunct that only keeps an iterator
+    inside its domain skips nothing the consumer reads (the consumer is clipped the same way), and
+    one that narrows the region (a nested split's guard) is followed by it; any other leaves
+    unwritten elements inside the box."""
+    for producer in producers:
+        block = producer.block
+        inner = {lp.loop_var: S.Range(lp.min, lp.extent) for lp in loops_between(idx, producer, loop)}
+        binding = {iv.var: v for iv, v in zip(block.iter_vars, producer.iter_values)}
+        for cond in conjuncts(producer.predicate):
+            if not uses_var(cond, list(inner)) or _bounds_an_iterator(cond, block, binding, known):
+                continue
+            for region in block.writes:
+                if region.buffer is not buffer:
+                    continue
+                plain = relax_region(region, inner, known, binding)
+                guarded = relax_region(region, inner, known, binding, [cond])
+                if all(a is not None and b is not None and _provably_equal(a.lo, b.lo, known)
+                       and _provably_equal(a.hi, b.hi, known) for a, b in zip(plain, guarded)):
+                    return cond
+    return None
+
+
+def _bounds_an_iterator(cond, block: S.Block, binding: dict, known: dict) -> bool:
+    """Whether ``cond`` is ``value < min + extent`` or ``value >= min`` for the value bound to
+    one of the block's iterators (the guard an overhanging split puts on it)."""
+    if not isinstance(cond, (E.LT, E.GE)):
+        return False
+    for iv in block.iter_vars:
+        bound = iv.dom.min + iv.dom.extent if isinstance(cond, E.LT) else iv.dom.min
+        if _provably_equal(cond.a, binding[iv.var], known) and _provably_equal(cond.b, bound, known):
+            return True
+    return False
 
 
 def _sparsely_written(idx, loop: S.For, producers, buffer, required: dict, known: dict):
