@@ -467,3 +467,31 @@ def test_cache_read_of_an_rfactor_buffer_copies_only_the_slots_written():
         mlc_lab.build(sch.mod, target=target)["main"](a, s)
         np.testing.assert_array_equal(s, a.sum(1))
     assert_schedule_ok(sch, int_row_sum)
+
+
+@T.prim_func
+def short_row_sum(A: T.Buffer((4, 5), "float32"), S: T.Buffer((4,), "float32")):
+    for i, k in T.grid(4, 5):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk]
+
+
+def test_cache_write_of_an_rfactor_block_copies_back_only_the_slots_it_writes():
+    # k = k_0 * 24 + k_1 * 8 + k_2 over 1 * 3 * 8 iterations, guarded by that sum < 5: only rf
+    # slot k_1 = 0 is written. The guard bounds k_1 by 0 although k_1 is one term of a sum, so
+    # the copy back covers that slot alone.
+    sch = tir.Schedule(short_row_sum)
+    sch.split(sch.get_loops(sch.get_block("S"))[1], factors=[None, 3, 8])
+    sch.rfactor(sch.get_loops(sch.get_block("S"))[2], factor_axis=1)
+    sch.cache_write(sch.get_block("S_rf"), 0, "shared")
+    copy_loops = sch.get_loops(sch.get_block("S_rf_shared"))
+    assert [sch.get(lp).extent.value for lp in copy_loops] == [4, 1]
+    a = np.random.default_rng(5).standard_normal((4, 5)).astype("float32")
+    for target in ("python", "llvm"):
+        s = np.zeros(4, "float32")
+        mlc_lab.build(sch.mod, target=target)["main"](a, s)
+        np.testing.assert_allclose(s, a.sum(1), rtol=1e-5)
+    assert_schedule_ok(sch, short_row_sum)

@@ -120,7 +120,41 @@ def guarded_bounds(e: E.PrimExpr, guards, relaxed: dict, known: dict | None = No
         interval = relax(rest, relaxed, known) if used else None
         if interval is not None:
             found.append(simplify(bound_of_parts + (interval.hi if upper else interval.lo), known))
+    narrowed = narrowed_ranges(guards, relaxed, known)
+    if narrowed != relaxed:
+        interval = relax(e, narrowed, known)
+        if interval is not None:
+            found.append(simplify(interval.hi if upper else interval.lo, known))
     return found
+
+
+def narrowed_ranges(guards, relaxed: dict, known: dict | None = None) -> dict:
+    """``relaxed`` (Var -> Range) with each variable's range cut to what the guards allow, where
+    that is a constant: ``k_0 * 24 + k_1 * 8 + k_2 < 5`` over non-negative ranges leaves
+    ``k_1 <= 0``, whichever part of the sum it is."""
+    out = dict(relaxed)
+    for part in [p for guard in guards for p in conjuncts(guard)]:
+        for g, bound, upper in comparisons(part):
+            if not uses_var(g, list(relaxed)):
+                continue
+            for atom, coef in linear_form(g).terms.values():
+                if not isinstance(atom, E.Var) or atom not in out or coef <= 0:
+                    continue
+                rest = relax(simplify(g - atom * E.const(coef, g.dtype)), out, known)
+                if rest is None:
+                    continue
+                c = E.const(coef, g.dtype)
+                cut = simplify(E.FloorDiv(bound - rest.lo, c) if upper else
+                               E.FloorDiv(bound - rest.hi + c - 1, c), known)
+                rng = out[atom]
+                lo, hi = rng.min, simplify(rng.min + rng.extent - 1, known)
+                if not all(isinstance(x, E.IntImm) for x in (cut, lo, hi)):
+                    continue
+                was = (lo.value, hi.value)
+                lo, hi = (lo.value, min(hi.value, cut.value)) if upper else (max(lo.value, cut.value), hi.value)
+                if lo <= hi and (lo, hi) != was:
+                    out[atom] = S.Range(E.const(lo, rng.min.dtype), E.const(hi - lo + 1, rng.extent.dtype))
+    return out
 
 
 def _divided(g: E.PrimExpr, bound: E.PrimExpr, upper: bool):
