@@ -543,3 +543,22 @@ def test_a_loop_llvm_cannot_vectorize_is_one_warning_not_stderr_noise(capfd):
     b = np.zeros(64, "float32")
     lib["_row_max_vectorized_rows"](a, b)
     np.testing.assert_allclose(b, (np.exp(a) / (a.T + 2)).max(1), rtol=1e-6)
+
+
+@T.prim_func
+def exp_of_eight(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    for k in range(8):
+        B[k] = T.exp(A[k])
+
+
+def test_bounds_checked_builds_unroll_only_the_loops_marked_unrolled():
+    # LLVM unrolls a short loop on its own; with a check on every access that heuristic made some
+    # nests take a minute to compile, so bounds-checked builds leave it off (the loop keeps its phi).
+    plain = mlc_lab.build(exp_of_eight, target="llvm")["exp_of_eight"]
+    checked = mlc_lab.build(exp_of_eight, target="llvm -bounds-check")["exp_of_eight"]
+    assert " phi " not in plain.jit.optimized_ir and " phi " in checked.jit.optimized_ir
+    a = rand(8)
+    for fn in (plain, checked):
+        b = np.zeros(8, "float32")
+        fn(a, b)
+        np.testing.assert_allclose(b, np.exp(a), rtol=1e-6)

@@ -167,7 +167,7 @@ class JITModule:
     """LLVM IR text compiled for the host (or the CPU named by ``mcpu``): parsed, verified,
     optimised at -O3, loaded by MCJIT."""
 
-    def __init__(self, ir_text: str, mcpu: str | None = None):
+    def __init__(self, ir_text: str, mcpu: str | None = None, unroll_heuristics: bool = True):
         _setup()
         self.rendered_ir, self.mcpu = ir_text, mcpu
         module = llvm.parse_assembly(ir_text)
@@ -178,6 +178,9 @@ class JITModule:
         tuning = llvm.create_pipeline_tuning_options(speed_level=3)
         tuning.loop_vectorization = True
         tuning.slp_vectorization = True
+        # Off, LLVM unrolls only the loops the program marks unrolled. Bounds-checked code needs
+        # that: a check in every copy of a fully unrolled nest can take LLVM minutes to compile.
+        tuning.loop_unrolling = unroll_heuristics
         passes = llvm.create_pass_builder(machine, tuning)
         with _llvm_diagnostics():
             passes.getModulePassManager().run(module, passes)
@@ -321,7 +324,8 @@ def compile_llvm(functions: dict, target=None) -> tuple[JITModule, dict]:
     the JITModule and each function's FunctionABI."""
     target = llvm_target(target)
     text, abis = render_module(functions, target)
-    return JITModule(text, target.attrs["mcpu"]), abis
+    return JITModule(text, target.attrs["mcpu"],
+                     unroll_heuristics=not target.attrs["bounds-check"]), abis
 
 
 def load_llvm(jit: JITModule, abis: dict, functions: dict, target=None,
