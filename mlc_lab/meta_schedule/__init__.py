@@ -5,9 +5,9 @@ and a tuning database, under the course-era ``meta_schedule`` names.
                            space=ms.space_generator.ScheduleFn(f), work_dir="./tune_tmp")
     sch = ms.tir_integration.compile_tir(database, mod, target="llvm --num-cores=1")
 """
-from . import (cost_model, database, postproc, runner, schedule_rule, search_strategy,
+from . import (cost_model, database, feature, postproc, runner, schedule_rule, search_strategy,
                space_generator, tir_integration)
-from .cost_model import CostModel, create_cost_model
+from .cost_model import CostModel, GBDTModel, MLPModel, RandomModel, create_cost_model
 from .database import JSONDatabase, TuningRecord
 from .flop_counter import estimate_flops
 from .runner import LocalRunner
@@ -15,7 +15,7 @@ from .search_strategy import EvolutionarySearch, RandomSearch
 from .space_generator import PostOrderApply, ScheduleFn
 from .tune import tune_tir
 
-__all__ = ["CostModel", "EvolutionarySearch", "JSONDatabase", "LocalRunner", "PostOrderApply",
+__all__ = ["CostModel", "EvolutionarySearch", "GBDTModel", "MLPModel", "RandomModel", "JSONDatabase", "LocalRunner", "PostOrderApply",
            "RandomSearch", "ScheduleFn", "TuningRecord", "cost_model", "create_cost_model",
-           "database", "estimate_flops", "postproc", "runner", "schedule_rule", "search_strategy",
+           "database", "estimate_flops", "feature", "postproc", "runner", "schedule_rule", "search_strategy",
            "space_generator", "tir_integration", "tune_tir"]
