@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....arith.simplify import linear_form
+from ... import expr as E
 from ...stmt_functor import uses_var
 from .common import const_int
 
@@ -22,11 +24,13 @@ def repeated_points(realize, loops, outer_loops=()) -> bool | None:
     once, None when neither can be shown. ``outer_loops`` enclose ``loops``; they are held at
     their first iteration."""
     loops = list(loops)
+    if _affine_injective(realize, loops):
+        return False
     extents = [const_int(lp.extent) for lp in loops]
     mins = [const_int(lp.min) for lp in loops]
     if None not in extents and None not in mins and int(np.prod(extents, dtype=np.int64)) <= MAX_ENUMERATED:
         return _enumerate(realize, loops, outer_loops)
-    return None if not _is_permutation(realize, loops) else False
+    return None
 
 
 def _enumerate(realize, loops, outer_loops) -> bool | None:
@@ -51,13 +55,83 @@ def _enumerate(realize, loops, outer_loops) -> bool | None:
     if not points:
         return int(keep.sum()) > 1
     visited = np.stack(points, axis=1)[keep]
+    if not len(visited):
+        return False
+    low, high = visited.min(axis=0), visited.max(axis=0)
+    spans = high - low + 1
+    if float(np.prod(spans, dtype=np.float64)) < 2.0 ** 62:   # one int64 key per point
+        keys = np.ravel_multi_index(tuple((visited - low).T), tuple(int(s) for s in spans))
+        return len(np.unique(keys)) < len(keys)
     return len(np.unique(visited, axis=0)) < len(visited)
 
 
-def _is_permutation(realize, loops) -> bool:
-    """Each loop is the whole binding of one iterator, and no iterator uses two loops."""
+def _affine_injective(realize, loops) -> bool:
+    """A proof without enumeration, for bindings made by split and fuse. Each binding is read as
+    a sum of constant multiples of *digits* of the loops, a digit being ``(v // d) % m`` (v a
+    loop variable starting at 0; ``floordiv``/``floormod`` by constants nest into one digit).
+    The proof holds when the digits of each loop of extent > 1 are disjoint and together cover
+    the loop (so they determine it), no digit appears in two bindings, and within a binding the
+    coefficients form a mixed radix (sorted by size, each exceeds what the smaller terms can
+    span). Then two distinct loop points give two distinct iterator points. False means "not
+    shown", not "repeats"."""
+    ours = {id(lp.loop_var): lp for lp in loops}
+    digits_of: dict = {}     # loop id -> [(d, m)] of the digits used
+    for value in realize.iter_values:
+        terms = []
+        for atom, coef in linear_form(value).terms.values():
+            digit = _digit(atom, ours)
+            if digit is None:
+                if any(uses_var(atom, lp.loop_var) for lp in loops):
+                    return False
+                continue   # a term of outer loops: constant here
+            loop_id, d, m = digit
+            extent = const_int(ours[loop_id].extent)
+            if extent is None and (d, m) != (1, None):
+                return False
+            digits_of.setdefault(loop_id, []).append((d, m))
+            size = None if extent is None else -(-extent // d) if m is None else min(m, -(-extent // d))
+            terms.append((abs(coef), size))
+        if any(size is None for _, size in terms) and len(terms) > 1:
+            return False   # a symbolic extent is only proven alone in its binding
+        span = 0
+        for coef, size in sorted(terms, key=lambda t: t[0]):
+            if coef <= span:
+                return False
+            span += coef * ((size or 1) - 1)
     for lp in loops:
-        users = [v for v in realize.iter_values if uses_var(v, lp.loop_var)]
-        if len(users) != 1 or users[0] is not lp.loop_var:
+        extent = const_int(lp.extent)
+        if extent != 1 and not _digits_cover(sorted(digits_of.get(id(lp.loop_var), [])), extent):
             return False
     return True
+
+
+def _digit(e, ours):
+    """``(loop id, d, m)`` when ``e`` is ``(v // d) % m`` of one of ``ours`` (m None: no modulo)."""
+    if isinstance(e, E.Var):
+        return (id(e), 1, None) if id(e) in ours else None
+    if not isinstance(e, (E.FloorDiv, E.FloorMod)) or const_int(e.b) is None or const_int(e.b) < 1:
+        return None
+    inner = _digit(e.a, ours)
+    if inner is None or const_int(ours[inner[0]].min) != 0:
+        return None
+    loop_id, d, m = inner
+    c = const_int(e.b)
+    if isinstance(e, E.FloorDiv):
+        if m is not None and m % c:
+            return None
+        return loop_id, d * c, None if m is None else m // c
+    if m is not None and m % c:
+        return None
+    return loop_id, d, c
+
+
+def _digits_cover(digits, extent: int) -> bool:
+    """The digits, sorted by place value, follow each other exactly from 1 up to ``extent``."""
+    place = 1
+    for d, m in digits:
+        if d != place:
+            return False
+        if m is None:
+            return True
+        place = d * m
+    return place >= extent
