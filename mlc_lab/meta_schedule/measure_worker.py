@@ -1,20 +1,34 @@
 """The measurement worker's main loop (``python -m mlc_lab.meta_schedule.measure_worker R W``):
-read jobs from file descriptor R, answer each on W, exit when R closes. Started by
-``runner.start_worker``."""
+read messages from file descriptor R, answer each on W, exit when R closes. Started by
+``runner.start_worker``. A ("reference", workload) message computes and keeps the workload's
+expected outputs, answering None or the error; a ("measure", key, job) message measures a
+candidate of the workload named by key, answering a RunResult."""
 import sys
+import traceback
 
-from mlc_lab.meta_schedule.runner import _Channel, measure
+from mlc_lab.meta_schedule.runner import Reference, _Channel, measure
 
 
 def main(read_fd: int, write_fd: int) -> None:
     channel = _Channel(read_fd, write_fd)
     channel.send("ready")
+    references = {}
     while True:
         try:
-            job = channel.recv()
+            message = channel.recv()
         except EOFError:
             return
-        channel.send(measure(*job))
+        if message[0] == "reference":
+            workload = message[1]
+            try:
+                references[workload.key] = Reference.of(workload.mod, workload.func_name,
+                                                        workload.seed)
+                channel.send(None)
+            except Exception as err:
+                channel.send("".join(traceback.format_exception_only(type(err), err)).strip())
+        else:
+            _, key, job = message
+            channel.send(measure(references[key], *job))
 
 
 if __name__ == "__main__":

@@ -8,15 +8,24 @@ Nothing a candidate does can stop the tuning session.
 
 Every candidate first runs on the same random inputs as the original module did in the
 reference interpreter; one whose outputs differ is an error ("wrong result"), never timed.
-The time is the smallest of ``repeat`` means of ``number`` calls each.
+The worker computes those expected outputs itself as soon as it is told the workload
+(``prepare``): the interpreter evaluates every element separately (a 1024^3 matmul takes it
+about 20 s), and this way it does so on another core while search proposes the first batch.
+
+The time is the smallest of ``repeat`` means of ``number`` calls each, within a timing budget:
+a candidate whose checked call took half the budget or more is not called again (that call is
+its time), and a slow one gets fewer calls, so a poor schedule of a big workload costs one
+trial and a few seconds, not minutes.
 """
 from __future__ import annotations
 
 import os
 import subprocess
+import time
+import uuid
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
 import numpy as np
@@ -30,6 +39,16 @@ class RunResult:
     """``run_secs``: the mean seconds per call of each repeat (None on error)."""
     run_secs: list | None
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What candidates are checked against: the original module, the function called, and the
+    seed of its random inputs. ``key`` names it between the runner and its worker."""
+    mod: object
+    func_name: str
+    seed: int = 0
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 @dataclass
@@ -64,28 +83,60 @@ class LocalRunner:
     """
 
     def __init__(self, number: int = 3, repeat: int = 3, min_repeat_ms: float = 0,
-                 timeout_sec: float = 30, rtol: float = 1e-3, atol: float = 1e-3,
+                 timing_budget_sec: float = 2.0, timeout_sec: float = 30,
+                 reference_timeout_sec: float = 600, rtol: float = 1e-3, atol: float = 1e-3,
                  build_func=default_build):
         self.number = number
         self.repeat = repeat
         self.min_repeat_ms = min_repeat_ms
+        self.timing_budget_sec = timing_budget_sec
         self.timeout_sec = timeout_sec
+        self.reference_timeout_sec = reference_timeout_sec
         self.rtol = rtol
         self.atol = atol
         self.build_func = build_func
         self._process = None
         self._conn = None
+        self._sent: set = set()    # workload keys the current worker was told
+        self._ready: set = set()   # ... and has computed the expected outputs of
 
-    def run(self, target, mods: list, reference: Reference) -> list:
+    def prepare(self, workload: Workload) -> None:
+        """Have the worker start computing ``workload``'s expected outputs (returns at once)."""
+        self._ensure_worker()
+        if workload.key not in self._sent:
+            self._conn.send(("reference", workload))
+            self._sent.add(workload.key)
+
+    def run(self, target, mods: list, workload: Workload) -> list:
         """One RunResult per module, in order."""
-        return [self._run_one(str(target), mod, reference) for mod in mods]
+        return [self._run_one(str(target), mod, workload) for mod in mods]
 
-    def _run_one(self, target: str, mod, reference: Reference) -> RunResult:
-        job = (self.build_func, mod, target, reference, self.number, self.repeat,
-               self.min_repeat_ms, self.rtol, self.atol)
+    def _await_reference(self, workload: Workload) -> None:
+        if workload.key in self._ready:
+            return
+        if not self._conn.poll(self.reference_timeout_sec):
+            self._stop_worker()
+            raise TimeoutError(f"the reference interpreter did not run {workload.func_name} within "
+                               f"{self.reference_timeout_sec} s (LocalRunner(reference_timeout_sec=))")
         try:
-            self._ensure_worker()
-            self._conn.send(job)
+            error = self._conn.recv()
+        except (EOFError, OSError):
+            code = self._process.poll() if self._process is not None else None
+            self._stop_worker()
+            raise RuntimeError(f"the measurement worker crashed (exit code {code}) while running "
+                               f"the original {workload.func_name} in the reference interpreter")
+        if error is not None:
+            raise RuntimeError(f"the original {workload.func_name} cannot be run by the reference "
+                               f"interpreter, so candidates cannot be checked: {error}")
+        self._ready.add(workload.key)
+
+    def _run_one(self, target: str, mod, workload: Workload) -> RunResult:
+        job = (self.build_func, mod, target, self.number, self.repeat, self.min_repeat_ms,
+               self.timing_budget_sec, self.rtol, self.atol)
+        self.prepare(workload)
+        self._await_reference(workload)
+        try:
+            self._conn.send(("measure", workload.key, job))
             if not self._conn.poll(self.timeout_sec):
                 self._stop_worker()
                 return RunResult(None, f"timeout: no result within {self.timeout_sec} s")
@@ -110,6 +161,7 @@ class LocalRunner:
         if self._conn is not None:
             self._conn.close()
         self._process = self._conn = None
+        self._sent, self._ready = set(), set()
 
     def close(self) -> None:
         """Stop the worker (a later ``run`` starts a new one)."""
@@ -162,8 +214,8 @@ def start_worker(startup_timeout: float = 120):
     return process, channel
 
 
-def measure(build_func, mod, target, reference: Reference, number: int, repeat: int,
-            min_repeat_ms: float, rtol: float, atol: float) -> RunResult:
+def measure(reference: Reference, build_func, mod, target, number: int, repeat: int,
+            min_repeat_ms: float, budget_sec: float, rtol: float, atol: float) -> RunResult:
     """Build, check and time one candidate (in the worker)."""
     from .. import runtime
     try:
@@ -172,10 +224,18 @@ def measure(build_func, mod, target, reference: Reference, number: int, repeat: 
         return RunResult(None, f"build error: {type(err).__name__}: {_brief(err)}")
     try:
         arrays = [runtime.ndarray.array(a) if isinstance(a, np.ndarray) else a for a in reference.args]
+        start = time.perf_counter()
         lib[reference.func_name](*arrays)
+        once = time.perf_counter() - start
         wrong = _first_difference(mod[reference.func_name], arrays, reference, rtol, atol)
         if wrong:
             return RunResult(None, f"wrong result: {wrong}")
+        if once >= budget_sec / 2:   # too slow to repeat: the checked call is its time
+            return RunResult([once])
+        calls = max(1, int(budget_sec / once) - 1)   # time_evaluator warms up with one call
+        repeat = max(1, min(repeat, calls))
+        number = max(1, min(number, calls // repeat))
+        min_repeat_ms = min(min_repeat_ms, budget_sec * 1e3 / repeat)
         timer = lib.time_evaluator(reference.func_name, runtime.cpu(), number=number, repeat=repeat,
                                    min_repeat_ms=min_repeat_ms)
         return RunResult(list(timer(*arrays).results))

@@ -17,7 +17,7 @@ from ..tir.verify import VerifyError
 from .cost_model import create_cost_model
 from .database import JSONDatabase, TuningRecord
 from .flop_counter import estimate_flops
-from .runner import LocalRunner, Reference
+from .runner import LocalRunner, Workload
 from .search_strategy import RandomSearch, TuneContext, create_strategy
 from .space_generator import create_space
 
@@ -69,18 +69,19 @@ def tune_tir(mod, target, max_trials_global: int, num_trials_per_iter: int = 64,
     model = None if isinstance(strategy, RandomSearch) else create_cost_model(cost_model, seed)
     ctx = TuneContext(mod, func_name, space, target, database, model,
                       np.random.default_rng(seed), _measured(database, mod, target))
-    reference = Reference.of(mod, func_name)
+    workload = Workload(mod, func_name)
     flops = estimate_flops(mod)
     progress = _progress(max_trials_global, task_name, quiet)
     trials = 0
     try:
+        runner.prepare(workload)   # the worker computes the expected outputs while search starts
         while trials < max_trials_global:
             batch = strategy.generate(ctx, min(num_trials_per_iter, max_trials_global - trials))
             if not batch:
                 logger.info("%s: the space has no unmeasured schedule left after %d trials",
                             task_name, trials)
                 break
-            results = runner.run(target, [c.sch.mod for c in batch], reference)
+            results = runner.run(target, [c.sch.mod for c in batch], workload)
             for candidate, result in zip(batch, results):
                 record = TuningRecord(candidate.sch.trace.as_json(), str(target), result.run_secs,
                                       result.error, len(candidate.design), task_name, flops)
