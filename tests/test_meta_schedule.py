@@ -189,17 +189,49 @@ def test_database_round_trip_and_targets(tmp_path, runner):
     assert reloaded.records(other) == [] and reloaded.best(other, TARGET) is None
 
 
-def test_database_plot(tmp_path, runner):
+def test_database_plot_draws_one_curve_per_search(tmp_path, runner):
     import matplotlib
     matplotlib.use("Agg")
-    database = ms.tune_tir(Matmul, TARGET, max_trials_global=3, num_trials_per_iter=3,
-                           space=split_j, work_dir=str(tmp_path), seed=0, strategy="random",
-                           runner=runner, quiet=True)
+    for strategy in ("random", "evolutionary"):
+        database = ms.tune_tir(Matmul, TARGET, max_trials_global=2, num_trials_per_iter=2,
+                               space=split_j, work_dir=str(tmp_path), seed=0, strategy=strategy,
+                               cost_model="random", runner=runner, quiet=True)
+    assert [r.search for r in database.records()] == ["random"] * 2 + ["evolutionary/random"] * 2
     ax = database.plot()
     assert ax.get_xlabel() == "trial" and ax.get_ylabel() == "GFLOPS"
-    best_line = ax.get_lines()[0].get_ydata()
-    assert list(best_line) == sorted(best_line) and best_line[-1] == pytest.approx(
-        database.best(Matmul, TARGET).gflops)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert [label.split(":")[0] for label in labels] == ["random", "evolutionary/random"]
+    for line, search in zip(ax.get_lines(), ("random", "evolutionary/random")):
+        best_line = list(line.get_ydata())
+        records = [r for r in database.records() if r.search == search]
+        assert best_line == sorted(best_line) and len(best_line) == 2
+        assert best_line[-1] == pytest.approx(max(r.gflops for r in records))
+
+
+def test_live_curve_renders_the_records_as_svg(tmp_path, runner):
+    from mlc_lab.meta_schedule.progress import LiveCurve, curves
+    database = ms.tune_tir(Matmul, TARGET, max_trials_global=2, num_trials_per_iter=2,
+                           space=split_j, work_dir=str(tmp_path), seed=1, strategy="random",
+                           runner=runner, quiet=True)
+    series = curves(database.records())
+    assert list(series) == ["random"] and series["random"] == [r.gflops for r in database.records()]
+    svg = LiveCurve("tuning main")._render(series)
+    assert svg.lstrip().startswith("<?xml") and "tuning main" in svg and "<svg" in svg
+
+
+def test_timing_budget_gives_a_slow_candidate_one_call(tmp_path):
+    """A candidate whose checked call takes half the budget or more is not called again; a fast
+    one gets every repeat."""
+    for budget, repeats in ((1e-6, 1), (5.0, 3)):
+        runner = ms.LocalRunner(number=1, repeat=3, timing_budget_sec=budget, timeout_sec=60)
+        try:
+            database = ms.tune_tir(Matmul, TARGET, max_trials_global=1, num_trials_per_iter=1,
+                                   space=split_j, work_dir=str(tmp_path / str(budget)), seed=0,
+                                   strategy="random", runner=runner, quiet=True)
+        finally:
+            runner.close()
+        (record,) = database.records()
+        assert record.error is None and len(record.run_secs) == repeats
 
 
 @pytest.mark.parametrize("func", [mm_relu, softmax], ids=["mm_relu", "softmax"])

@@ -23,7 +23,8 @@ from ..tir.schedule.trace import Trace
 class TuningRecord:
     """One measured candidate. ``trace``: the schedule as ``Trace.as_json``; ``design_len``: how
     many of its instructions the space sampled (the rest are postprocessing); ``run_secs``: the
-    mean seconds per call of each repeat, None when ``error`` says why it has none."""
+    mean seconds per call of each repeat, None when ``error`` says why it has none; ``search``:
+    the search that proposed it ("evolutionary/gbdt", "random", ...)."""
     trace: list
     target: str
     run_secs: list | None = None
@@ -31,6 +32,7 @@ class TuningRecord:
     design_len: int | None = None
     task_name: str = "main"
     flops: float = 0.0
+    search: str = ""
     workload: int = field(default=-1, repr=False)
 
     @property
@@ -53,13 +55,13 @@ class TuningRecord:
     def to_json(self) -> dict:
         return {"workload": self.workload, "task_name": self.task_name, "target": self.target,
                 "trace": self.trace, "design_len": self.design_len, "run_secs": self.run_secs,
-                "error": self.error, "flops": self.flops}
+                "error": self.error, "flops": self.flops, "search": self.search}
 
     @staticmethod
     def from_json(data: dict) -> "TuningRecord":
         return TuningRecord(data["trace"], data["target"], data.get("run_secs"), data.get("error"),
                             data.get("design_len"), data.get("task_name", "main"),
-                            data.get("flops", 0.0), data["workload"])
+                            data.get("flops", 0.0), data.get("search", ""), data["workload"])
 
 
 def target_key(target) -> str:
@@ -145,25 +147,16 @@ class JSONDatabase:
     def __len__(self) -> int:
         return len(self._records)
 
-    def plot(self, mod=None, target=None, ax=None):
-        """The tuning curve: each trial's GFLOPS (failed trials at 0) and the best so far, against
-        the trial number. Returns the matplotlib Axes."""
-        import matplotlib.pyplot as plt
-        records = self.records(mod, target)
+    def plot(self, mod=None, target=None, ax=None, title: str | None = None):
+        """The tuning curve: each trial's GFLOPS (failed trials at 0) and the best so far against
+        the trial number, one curve per search that proposed the records (so a cost-model
+        search and a random search of the same workload compare on one plot). Returns the
+        matplotlib Axes."""
+        from .progress import curves, draw_curves
         if ax is None:
+            import matplotlib.pyplot as plt
             _, ax = plt.subplots(figsize=(6, 3.5))
-        trials = list(range(1, len(records) + 1))
-        per_trial = [r.gflops for r in records]
-        best, running = [], 0.0
-        for g in per_trial:
-            running = max(running, g)
-            best.append(running)
-        ax.scatter(trials, per_trial, s=12, alpha=0.6, label="trial")
-        ax.plot(trials, best, color="C1", label="best so far")
-        ax.set_xlabel("trial")
-        ax.set_ylabel("GFLOPS")
-        ax.legend(loc="lower right")
-        return ax
+        return draw_curves(ax, curves(self.records(mod, target)), title)
 
 
 def _read_lines(path: str) -> list:

@@ -18,6 +18,7 @@ from .cost_model import create_cost_model
 from .database import JSONDatabase, TuningRecord
 from .flop_counter import estimate_flops
 from .runner import LocalRunner, Workload
+from .progress import TuningProgress
 from .search_strategy import RandomSearch, TuneContext, create_strategy
 from .space_generator import create_space
 
@@ -44,7 +45,7 @@ def single_func_name(mod: IRModule) -> str:
 def tune_tir(mod, target, max_trials_global: int, num_trials_per_iter: int = 64, space=None,
              work_dir: str | None = None, task_name: str = "main", seed: int | None = None,
              strategy="evolutionary", cost_model="gbdt", runner=None, database=None,
-             quiet: bool = False) -> JSONDatabase:
+             quiet: bool = False, live: bool | None = None) -> JSONDatabase:
     """Tune the PrimFunc of ``mod`` for ``target`` with up to ``max_trials_global`` measurements,
     ``num_trials_per_iter`` at a time, and return the database holding them.
 
@@ -53,7 +54,8 @@ def tune_tir(mod, target, max_trials_global: int, num_trials_per_iter: int = 64,
     seed (makes the candidates chosen reproducible); strategy ("evolutionary" | "random" | a
     SearchStrategy); cost_model ("gbdt" | "mlp" | "random" | a CostModel; evolutionary search
     only); runner (a LocalRunner: repeats, timeout); database (a JSONDatabase to add to, instead
-    of opening work_dir's); quiet (no progress bar).
+    of opening work_dir's); quiet (no progress bar, no curve); live (the tuning curve redrawn
+    after every batch; by default when running in Jupyter).
 
     Tuning stops early when the space yields no schedule that was not measured already.
     """
@@ -71,7 +73,8 @@ def tune_tir(mod, target, max_trials_global: int, num_trials_per_iter: int = 64,
                       np.random.default_rng(seed), _measured(database, mod, target))
     workload = Workload(mod, func_name)
     flops = estimate_flops(mod)
-    progress = _progress(max_trials_global, task_name, quiet)
+    progress = TuningProgress(max_trials_global, task_name, quiet, live)
+    search = _search_label(strategy, model)
     trials = 0
     try:
         runner.prepare(workload)   # the worker computes the expected outputs while search starts
@@ -84,7 +87,8 @@ def tune_tir(mod, target, max_trials_global: int, num_trials_per_iter: int = 64,
             results = runner.run(target, [c.sch.mod for c in batch], workload)
             for candidate, result in zip(batch, results):
                 record = TuningRecord(candidate.sch.trace.as_json(), str(target), result.run_secs,
-                                      result.error, len(candidate.design), task_name, flops)
+                                      result.error, len(candidate.design), task_name, flops,
+                                      search)
                 database.commit_record(mod, record)
                 ctx.measured.add(structural_hash(candidate.sch.mod))
                 if result.error:
@@ -92,7 +96,7 @@ def tune_tir(mod, target, max_trials_global: int, num_trials_per_iter: int = 64,
                                    result.error.splitlines()[0])
                 trials += 1
             strategy.notify(ctx, batch, results)
-            _report(progress, database, mod, target, len(batch))
+            progress.update(len(batch), database.best(mod, target), database.records(mod, target))
     finally:
         progress.close()
         if own_runner:
@@ -112,13 +116,6 @@ def _measured(database, mod, target) -> set:
     return measured
 
 
-def _progress(total: int, task_name: str, quiet: bool):
-    from tqdm.auto import tqdm
-    return tqdm(total=total, desc=task_name, unit="trial", disable=quiet)
-
-
-def _report(progress, database, mod, target, n: int) -> None:
-    best = database.best(mod, target)
-    if best is not None:
-        progress.set_postfix_str(f"best {best.gflops:.2f} GFLOPS ({best.seconds * 1e3:.3f} ms)")
-    progress.update(n)
+def _search_label(strategy, model) -> str:
+    name = type(strategy).__name__.replace("Search", "").lower()
+    return name if model is None else f"{name}/{model.kind}"
