@@ -5,8 +5,8 @@ and a tuning database, under the course-era ``meta_schedule`` names.
                            space=ms.space_generator.ScheduleFn(f), work_dir="./tune_tmp")
     sch = ms.tir_integration.compile_tir(database, mod, target="llvm --num-cores=1")
 """
-from . import (cost_model, database, feature, postproc, runner, schedule_rule, search_strategy,
-               space_generator, tir_integration)
+from . import (cost_model, database, feature, postproc, relax_integration, runner, schedule_rule,
+               search_strategy, space_generator, tir_integration)
 from .cost_model import CostModel, GBDTModel, MLPModel, RandomModel, create_cost_model
 from .database import JSONDatabase, TuningRecord
 from .flop_counter import estimate_flops
@@ -17,5 +17,5 @@ from .tune import tune_tir
 
 __all__ = ["CostModel", "EvolutionarySearch", "GBDTModel", "MLPModel", "RandomModel", "JSONDatabase", "LocalRunner", "PostOrderApply",
            "RandomSearch", "ScheduleFn", "TuningRecord", "cost_model", "create_cost_model",
-           "database", "estimate_flops", "feature", "postproc", "runner", "schedule_rule", "search_strategy",
+           "database", "estimate_flops", "feature", "postproc", "relax_integration", "runner", "schedule_rule", "search_strategy",
            "space_generator", "tir_integration", "tune_tir"]

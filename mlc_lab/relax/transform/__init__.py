@@ -10,10 +10,12 @@ from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR, FuseTIRError
 from .legalize_ops import LegalizeError, LegalizeOps
+from .meta_schedule import MetaScheduleApplyDatabase
 from .pipeline import PASSES, default_pipeline
 from .static_plan_block_memory import PLAN_ATTR, StaticPlanBlockMemory, memory_stats
 
 __all__ = ["OP_PATTERN", "PASSES", "PLAN_ATTR", "AnnotateTIROpPattern", "BindParams",
            "CanonicalizeBindings", "DeadCodeElimination", "FoldConstant", "FuseOps", "FuseTIR",
-           "FuseTIRError", "LegalizeError", "LegalizeOps", "StaticPlanBlockMemory",
+           "FuseTIRError", "LegalizeError", "LegalizeOps", "MetaScheduleApplyDatabase",
+           "StaticPlanBlockMemory",
            "analyze_op_pattern", "default_pipeline", "memory_stats"]
