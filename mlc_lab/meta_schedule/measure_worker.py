@@ -1,8 +1,9 @@
 """The measurement worker's main loop (``python -m mlc_lab.meta_schedule.measure_worker R W``):
 read messages from file descriptor R, answer each on W, exit when R closes. Started by
-``runner.start_worker``. A ("reference", workload) message computes and keeps the workload's
-expected outputs, answering None or the error; a ("measure", key, job) message measures a
-candidate of the workload named by key, answering a RunResult."""
+``runner.start_worker``. A ("reference", key, workload) message computes and keeps the workload's
+expected outputs, answering None or the error; ("forget", key) drops them, unanswered; a
+("measure", key, job) message measures a candidate of the workload named by key, answering a
+RunResult."""
 import sys
 import traceback
 
@@ -19,13 +20,15 @@ def main(read_fd: int, write_fd: int) -> None:
         except EOFError:
             return
         if message[0] == "reference":
-            workload = message[1]
+            _, key, workload = message
             try:
-                references[workload.key] = Reference.of(workload.mod, workload.func_name,
+                references[key] = Reference.of(workload.mod, workload.func_name,
                                                         workload.seed)
                 channel.send(None)
             except Exception as err:
                 channel.send("".join(traceback.format_exception_only(type(err), err)).strip())
+        elif message[0] == "forget":
+            references.pop(message[1], None)
         else:
             _, key, job = message
             channel.send(measure(references[key], *job))

@@ -22,14 +22,15 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-import uuid
+from collections import OrderedDict
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
 import numpy as np
 
+from ..ir import structural_hash
 from ..tir.buffer import Buffer
 from ..tir.schedule import numerics
 
@@ -44,11 +45,21 @@ class RunResult:
 @dataclass(frozen=True)
 class Workload:
     """What candidates are checked against: the original module, the function called, and the
-    seed of its random inputs. ``key`` names it between the runner and its worker."""
+    seed of its random inputs. ``key`` names it between the runner and its worker: equal
+    modules have one key, so tuning a workload again (tune_relax's turns) reuses the expected
+    outputs the worker computed. Structural hashes differ between processes: the worker is sent
+    the key, never computes it."""
     mod: object
     func_name: str
     seed: int = 0
-    key: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    @property
+    def key(self) -> tuple:
+        return (structural_hash(self.mod), self.func_name, self.seed)
+
+
+# Expected outputs a worker keeps (the least recently used are dropped).
+MAX_REFERENCES = 8
 
 
 @dataclass
@@ -97,15 +108,22 @@ class LocalRunner:
         self.build_func = build_func
         self._process = None
         self._conn = None
-        self._sent: set = set()    # workload keys the current worker was told
-        self._ready: set = set()   # ... and has computed the expected outputs of
+        self._sent: OrderedDict = OrderedDict()   # workload keys the current worker holds
+        self._ready: set = set()                  # ... and has computed the outputs of
 
     def prepare(self, workload: Workload) -> None:
         """Have the worker start computing ``workload``'s expected outputs (returns at once)."""
         self._ensure_worker()
-        if workload.key not in self._sent:
-            self._conn.send(("reference", workload))
-            self._sent.add(workload.key)
+        key = workload.key
+        if key in self._sent:
+            self._sent.move_to_end(key)
+            return
+        if len(self._sent) >= MAX_REFERENCES:
+            old, _ = self._sent.popitem(last=False)
+            self._ready.discard(old)
+            self._conn.send(("forget", old))
+        self._conn.send(("reference", key, workload))
+        self._sent[key] = True
 
     def run(self, target, mods: list, workload: Workload) -> list:
         """One RunResult per module, in order."""
@@ -161,7 +179,7 @@ class LocalRunner:
         if self._conn is not None:
             self._conn.close()
         self._process = self._conn = None
-        self._sent, self._ready = set(), set()
+        self._sent, self._ready = OrderedDict(), set()
 
     def close(self) -> None:
         """Stop the worker (a later ``run`` starts a new one)."""
