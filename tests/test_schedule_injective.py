@@ -98,6 +98,7 @@ def test_big_nests_are_proven_without_enumerating(split):
     i, k = sch.get_loops(sch.get_block("S"))
     i0, i1 = sch.split(i, factors=split)
     sch.fuse(i0, i1)   # fuse back: the binding is (f // 4) * 4 + f % 4, over 4M iterations
+    sch.split(k, factors=[None, 1])   # a unit loop: vk = k_0 + k_1 (a sampled tile of 1 does this)
     realize, loops = _nest(sch, "S")
     assert _affine_injective(realize, loops)
     sch.decompose_reduction(sch.get_block("S"), sch.get_loops(sch.get_block("S"))[0])

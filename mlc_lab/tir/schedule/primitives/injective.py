@@ -94,7 +94,7 @@ def _affine_injective(realize, loops) -> bool:
         if any(size is None for _, size in terms) and len(terms) > 1:
             return False   # a symbolic extent is only proven alone in its binding
         span = 0
-        for coef, size in sorted(terms, key=lambda t: t[0]):
+        for coef, size in sorted((t for t in terms if t[1] != 1), key=lambda t: t[0]):
             if coef <= span:
                 return False
             span += coef * ((size or 1) - 1)
