@@ -285,3 +285,16 @@ def test_bad_arguments():
         ms.tune_tir(Matmul, TARGET, 1, strategy="annealing", quiet=True)
     with pytest.raises(ValueError, match="one PrimFunc"):
         ms.tune_tir(mlc_lab.IRModule({"a": mm_relu, "b": softmax}), TARGET, 1, quiet=True)
+
+
+def test_a_candidate_far_slower_than_the_best_is_timed_by_its_checked_call():
+    from mlc_lab.meta_schedule.runner import Reference, default_build, measure
+    from mlc_lab.testing import matmul_schedules as mm
+    mod = mm.naive(320)   # unscheduled: tens of milliseconds a call
+    for best_secs, calls in ((1e-4, 1), (float("inf"), 3)):
+        reference = Reference.of(mod, "main")
+        reference.best_secs = best_secs
+        result = measure(reference, default_build, mod, TARGET, number=1, repeat=3,
+                         min_repeat_ms=0, budget_sec=60, rtol=1e-3, atol=1e-3)
+        assert result.error is None and len(result.run_secs) == calls
+        assert reference.best_secs == min(best_secs, *result.run_secs)

@@ -14,8 +14,10 @@ about 20 s), and this way it does so on another core while search proposes the f
 
 The time is the smallest of ``repeat`` means of ``number`` calls each, within a timing budget:
 a candidate whose checked call took half the budget or more is not called again (that call is
-its time), and a slow one gets fewer calls, so a poor schedule of a big workload costs one
-trial and a few seconds, not minutes.
+its time), nor is one whose checked call took over ``SLOW_FACTOR`` times the best time the
+worker measured for its workload (and over 10 ms, where a first call's overheads no longer
+matter): it is no contender, and its single time is precise enough for the cost model. A poor
+schedule of a big workload costs one trial and one call, not seconds of timing.
 """
 from __future__ import annotations
 
@@ -60,6 +62,9 @@ class Workload:
 
 # Expected outputs a worker keeps (the least recently used are dropped).
 MAX_REFERENCES = 8
+# A checked call this many times slower than the workload's best (and over SLOW_MIN_SECS) is
+# the candidate's time: it is not timed again.
+SLOW_FACTOR, SLOW_MIN_SECS = 4.0, 0.01
 
 
 @dataclass
@@ -69,6 +74,7 @@ class Reference:
     args: list
     expected: list
     output_mask: list
+    best_secs: float = float("inf")   # the best time measured of the workload (worker side)
 
     @staticmethod
     def of(mod, func_name: str, seed: int = 0) -> "Reference":
@@ -248,15 +254,19 @@ def measure(reference: Reference, build_func, mod, target, number: int, repeat: 
         wrong = _first_difference(mod[reference.func_name], arrays, reference, rtol, atol)
         if wrong:
             return RunResult(None, f"wrong result: {wrong}")
-        if once >= budget_sec / 2:   # too slow to repeat: the checked call is its time
-            return RunResult([once])
+        no_contender = once > SLOW_MIN_SECS and once > SLOW_FACTOR * reference.best_secs
+        if once >= budget_sec / 2 or no_contender:
+            reference.best_secs = min(reference.best_secs, once)
+            return RunResult([once])   # too slow to repeat: the checked call is its time
         calls = max(1, int(budget_sec / once) - 1)   # time_evaluator warms up with one call
         repeat = max(1, min(repeat, calls))
         number = max(1, min(number, calls // repeat))
         min_repeat_ms = min(min_repeat_ms, budget_sec * 1e3 / repeat)
         timer = lib.time_evaluator(reference.func_name, runtime.cpu(), number=number, repeat=repeat,
                                    min_repeat_ms=min_repeat_ms)
-        return RunResult(list(timer(*arrays).results))
+        results = list(timer(*arrays).results)
+        reference.best_secs = min(reference.best_secs, *results)
+        return RunResult(results)
     except Exception as err:
         return RunResult(None, f"run error: {type(err).__name__}: {_brief(err)}")
 
