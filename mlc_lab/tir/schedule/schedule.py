@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,11 +17,23 @@ from .rv import BlockRV, LoopRV
 from .trace import Trace
 
 
-@dataclass
 class Step:
-    """One entry of ``sch.history``: the primitive call (as Python) and the module after it."""
-    call: str
-    mod: IRModule
+    """One entry of ``sch.history``: the primitive call (as Python) and the module after it.
+    The call is printed when first read (from the trace's first ``trace_length``
+    instructions): search builds thousands of schedules whose history nobody reads."""
+    __slots__ = ("_call", "mod", "_trace", "_length")
+
+    def __init__(self, call: str | None, mod: IRModule, trace=None, trace_length: int = 0):
+        self._call, self.mod, self._trace, self._length = call, mod, trace, trace_length
+
+    @property
+    def call(self) -> str:
+        if self._call is None:
+            self._call = Trace(self._trace.insts[:self._length]).as_python()[-1]
+        return self._call
+
+    def __repr__(self) -> str:
+        return f"Step(call={self.call!r})"
 
 
 class ScheduleBase:
@@ -322,8 +333,7 @@ class ScheduleBase:
 
     # -- seeing the change --------------------------------------------------------------------
     def _record_step(self) -> None:
-        call = self.trace.as_python()[-1]
-        self.history.append(Step(call, self._mod))
+        self.history.append(Step(None, self._mod, self.trace, len(self.trace.insts)))
 
     def show_diff(self, step: int = -1) -> None:
         """Show the module before and after a step (default: the last one)."""
