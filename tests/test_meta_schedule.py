@@ -234,7 +234,18 @@ def test_timing_budget_gives_a_slow_candidate_one_call(tmp_path):
         assert record.error is None and len(record.run_secs) == repeats
 
 
-@pytest.mark.parametrize("func", [mm_relu, softmax], ids=["mm_relu", "softmax"])
+@T.prim_func
+def row_sum(A: T.Buffer((4, 2048), "float32"), S: T.Buffer((4,), "float32")):
+    T.func_attr({"global_symbol": "row_sum", "tir.noalias": True})
+    for i, k in T.grid(4, 2048):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk]
+
+
+@pytest.mark.parametrize("func", [mm_relu, softmax, row_sum], ids=["mm_relu", "softmax", "row_sum"])
 def test_automatic_space_gives_verified_correct_schedules(func):
     mod = mlc_lab.IRModule({func.attr_dict["global_symbol"]: func})
     name = func.attr_dict["global_symbol"]
@@ -253,6 +264,8 @@ def test_automatic_space_gives_verified_correct_schedules(func):
     assert {"sample_categorical", "annotate", "unannotate", "decompose_reduction"} <= kinds
     if func is mm_relu:
         assert {"sample_perfect_tile", "split", "reorder", "reverse_compute_at", "parallel"} <= kinds
+    elif func is row_sum:   # a long reduction into 4 elements: some designs factor it
+        assert {"sample_perfect_tile", "split", "rfactor", "vectorize"} <= kinds
     else:
         assert "compute_inline" in kinds
 

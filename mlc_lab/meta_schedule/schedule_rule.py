@@ -8,15 +8,18 @@ for CPUs, in the order ``PostOrderApply`` runs them over every block:
 1. ``AutoInline``: elementwise blocks disappear into their consumers (or producers).
 2. ``MultiLevelTiling``: reductions with data reuse (matmul, conv) are tiled SSRSRS and write
    through a local accumulator (or carry their elementwise consumer) placed at a sampled tile.
-3. ``RandomComputeLocation``: the remaining blocks with consumers move under a sampled loop.
-4. ``ParallelVectorizeUnroll``: every block is annotated with the parallel and vector widths
-   and a sampled unroll depth; the ``RewriteParallelVectorizeUnroll`` postprocessor applies them.
+3. ``AddRFactor``: a reduction over many elements into few (a row sum, a dot product) may
+   (sampled) be split and ``rfactor``-ed, so its inner part becomes a vectorizable loop.
+4. ``RandomComputeLocation``: the remaining blocks with consumers move under a sampled loop.
+5. ``ParallelVectorizeUnroll``: every block is annotated with a sampled parallel width, the
+   vector width and a sampled unroll depth; the ``RewriteParallelVectorizeUnroll``
+   postprocessor applies them.
 """
 from __future__ import annotations
 
 from ..tir import expr as E
 from ..tir.schedule import ScheduleError
-from ..tir.schedule.primitives.common import all_blocks_under
+from ..tir.schedule.primitives.common import all_blocks_under, const_int
 from ..tir.stmt_functor import uses_var
 
 ANN_PARALLEL = "meta_schedule.parallel"
@@ -151,6 +154,45 @@ class MultiLevelTiling(ScheduleRule):
         sch.reverse_compute_at(cache, at, preserve_unit_loops=True)
 
 
+class AddRFactor(ScheduleRule):
+    """For a reduction block whose spatial extent is small (at most ``max_spatial``) and whose
+    innermost loop is its only reduction, much longer than that (at least ``min_reduce``),
+    sample whether to factor it: the reduction loop is split by ``sample_perfect_tile`` and the
+    inner piece ``rfactor``-ed, so the partial sums ``<buffer>_rf`` are indexed by it and
+    accumulate as a vector; a second block adds them up. A reduction with data reuse (matmul)
+    is left to MultiLevelTiling."""
+
+    def __init__(self, max_spatial: int = 64, min_reduce: int = 64, max_innermost_factor: int = 64):
+        self.max_spatial = max_spatial
+        self.min_reduce = min_reduce
+        self.max_innermost_factor = max_innermost_factor
+
+    def apply(self, sch, block_rv) -> None:
+        block = sch.get(block_rv)
+        if not is_reduction(block) or block.init is None or has_data_reuse(block):
+            return
+        loops = loops_match_iters(sch, block_rv)
+        if loops is None or block.iter_vars[-1].iter_type != "reduce" or \
+                sum(iv.iter_type == "reduce" for iv in block.iter_vars) != 1:
+            return
+        extents = [const_int(sch.get(loop).extent) for loop in loops]
+        if None in extents:
+            return
+        spatial = 1
+        for extent in extents[:-1]:
+            spatial *= extent
+        if spatial > self.max_spatial or extents[-1] < max(self.min_reduce, spatial):
+            return
+        if not sch.sample_categorical([0, 1], [1.0, 1.0]):
+            return
+        tiles = sch.sample_perfect_tile(loops[-1], n=2, max_innermost_factor=self.max_innermost_factor)
+        _, inner = sch.split(loops[-1], factors=tiles)
+        try:
+            sch.rfactor(inner, -1)
+        except ScheduleError:   # not a recognised reducer (x = x + e, max, min, *)
+            pass
+
+
 class RandomComputeLocation(ScheduleRule):
     """Move a block that still sits at the root and has consumers under a sampled loop of its
     first consumer (``sample_compute_location``; the root is one of the choices)."""
@@ -180,13 +222,14 @@ def _shares_loops(index, realize) -> bool:
 
 
 class ParallelVectorizeUnroll(ScheduleRule):
-    """Annotate the block for ``RewriteParallelVectorizeUnroll``: parallelise up to
-    ``max_jobs_per_core * cores`` outer iterations, vectorize an innermost loop of up to
-    ``max_vectorize_extent``, and unroll inner loops up to a sampled number of steps."""
+    """Annotate the block for ``RewriteParallelVectorizeUnroll``: parallelise up to a sampled
+    ``jobs_per_core`` (one of ``parallel_jobs_per_core``) times ``cores`` outer iterations,
+    vectorize an innermost loop of up to ``max_vectorize_extent``, and unroll inner loops up to
+    a sampled number of steps."""
 
-    def __init__(self, max_jobs_per_core: int = 16, max_vectorize_extent: int = 64,
+    def __init__(self, parallel_jobs_per_core=(1, 4, 16, 64), max_vectorize_extent: int = 64,
                  unroll_max_steps=(0, 16, 64, 512), num_cores: int = 1):
-        self.max_jobs_per_core = max_jobs_per_core
+        self.parallel_jobs_per_core = list(parallel_jobs_per_core)
         self.max_vectorize_extent = max_vectorize_extent
         self.unroll_max_steps = list(unroll_max_steps)
         self.num_cores = num_cores
@@ -194,8 +237,10 @@ class ParallelVectorizeUnroll(ScheduleRule):
     def apply(self, sch, block_rv) -> None:
         if not sch.get_loops(block_rv):
             return
-        if self.num_cores > 1:
-            sch.annotate(block_rv, ANN_PARALLEL, self.max_jobs_per_core * self.num_cores)
+        if self.num_cores > 1 and self.parallel_jobs_per_core:
+            jobs = sch.sample_categorical([n * self.num_cores for n in self.parallel_jobs_per_core],
+                                          [1.0] * len(self.parallel_jobs_per_core))
+            sch.annotate(block_rv, ANN_PARALLEL, jobs)
         if self.max_vectorize_extent > 1:
             sch.annotate(block_rv, ANN_VECTORIZE, self.max_vectorize_extent)
         if self.unroll_max_steps:
@@ -205,5 +250,5 @@ class ParallelVectorizeUnroll(ScheduleRule):
 
 def default_rules(num_cores: int = 1) -> list:
     """The rules ``PostOrderApply`` uses for a CPU target with ``num_cores`` cores."""
-    return [AutoInline(), MultiLevelTiling(), RandomComputeLocation(),
+    return [AutoInline(), MultiLevelTiling(), AddRFactor(), RandomComputeLocation(),
             ParallelVectorizeUnroll(num_cores=num_cores)]
