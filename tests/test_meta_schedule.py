@@ -206,6 +206,9 @@ def test_database_plot_draws_one_curve_per_search(tmp_path, runner):
         records = [r for r in database.records() if r.search == search]
         assert best_line == sorted(best_line) and len(best_line) == 2
         assert best_line[-1] == pytest.approx(max(r.gflops for r in records))
+    colors = {line.get_color() for line in ax.get_lines()}
+    database.plot(ax=ax, label="again")   # a second database's curves take the next colours
+    assert len(ax.get_lines()) == 4 and not colors & {line.get_color() for line in ax.get_lines()[2:]}
 
 
 def test_live_curve_renders_the_records_as_svg(tmp_path, runner):
@@ -215,6 +218,7 @@ def test_live_curve_renders_the_records_as_svg(tmp_path, runner):
                            runner=runner, quiet=True)
     series = curves(database.records())
     assert list(series) == ["random"] and series["random"] == [r.gflops for r in database.records()]
+    assert list(curves(database.records(), label="mine")) == ["mine"]
     svg = LiveCurve("tuning main")._render(series)
     assert svg.lstrip().startswith("<?xml") and "tuning main" in svg and "<svg" in svg
 

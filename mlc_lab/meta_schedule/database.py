@@ -147,16 +147,18 @@ class JSONDatabase:
     def __len__(self) -> int:
         return len(self._records)
 
-    def plot(self, mod=None, target=None, ax=None, title: str | None = None):
+    def plot(self, mod=None, target=None, ax=None, title: str | None = None,
+             label: str | None = None):
         """The tuning curve: each trial's GFLOPS (failed trials at 0) and the best so far against
         the trial number, one curve per search that proposed the records (so a cost-model
-        search and a random search of the same workload compare on one plot). Returns the
-        matplotlib Axes."""
+        search and a random search of the same workload compare on one plot), named ``label``
+        when given. Plotting another database on the same ``ax`` adds its curves in the next
+        colours. Returns the matplotlib Axes."""
         from .progress import curves, draw_curves
         if ax is None:
             import matplotlib.pyplot as plt
             _, ax = plt.subplots(figsize=(6, 3.5))
-        return draw_curves(ax, curves(self.records(mod, target)), title)
+        return draw_curves(ax, curves(self.records(mod, target), label), title)
 
 
 def _read_lines(path: str) -> list:

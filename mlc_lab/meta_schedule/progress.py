@@ -14,17 +14,23 @@ import io
 from .._env import in_notebook
 
 
-def curves(records) -> dict:
-    """{search label: [GFLOPS of each trial, in order]} of ``records``."""
+def curves(records, label: str | None = None) -> dict:
+    """{search label: [GFLOPS of each trial, in order]} of ``records``; ``label`` names the
+    series instead (prefixing the search's name when the records come from several)."""
     series: dict = {}
     for record in records:
         series.setdefault(record.search or "search", []).append(record.gflops)
+    if label is not None:
+        series = {label if len(series) == 1 else f"{label} {name}": values
+                  for name, values in series.items()}
     return series
 
 
 def draw_curves(ax, series: dict, title: str | None = None):
-    """Draw ``curves()`` on a matplotlib Axes: dots per trial, a best-so-far line per search."""
-    for number, (label, gflops) in enumerate(series.items()):
+    """Draw ``curves()`` on a matplotlib Axes: dots per trial, a best-so-far line per search.
+    Colours continue after the curves the Axes holds, so several databases share one plot."""
+    start = len(ax.get_lines())
+    for number, (label, gflops) in enumerate(series.items(), start):
         trials = range(1, len(gflops) + 1)
         best, running = [], 0.0
         for g in gflops:

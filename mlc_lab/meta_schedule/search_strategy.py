@@ -78,12 +78,14 @@ class RandomSearch(SearchStrategy):
 
 
 class EvolutionarySearch(SearchStrategy):
-    """Parameters: population_size; init_measured_ratio (the share of the first population taken
-    from the best records); genetic_num_iters (generations per batch); genetic_mutate_prob (the
-    chance a child differs from its parent); eps_greedy (the share of each batch chosen at random
-    instead of by score)."""
+    """Parameters: population_size (None: twice the batch, between 16 and 64, since producing a
+    candidate costs tens of milliseconds of Python and a small batch should not wait on a big
+    population); init_measured_ratio (the share of the first population taken from the best
+    records); genetic_num_iters (generations per batch); genetic_mutate_prob (the chance a child
+    differs from its parent); eps_greedy (the share of each batch chosen at random instead of by
+    score)."""
 
-    def __init__(self, population_size: int = 64, init_measured_ratio: float = 0.2,
+    def __init__(self, population_size: int | None = None, init_measured_ratio: float = 0.2,
                  genetic_num_iters: int = 2, genetic_mutate_prob: float = 0.85,
                  eps_greedy: float = 0.05):
         self.population_size = population_size
@@ -93,31 +95,31 @@ class EvolutionarySearch(SearchStrategy):
         self.eps_greedy = eps_greedy
 
     def generate(self, ctx: TuneContext, n: int) -> list:
-        population = self._initial_population(ctx)
+        size = self.population_size or min(64, max(16, 2 * n))
+        population = self._initial_population(ctx, size)
         if not population:
             return []
         pool: dict = {}
         for candidate in population:
             _claim(ctx, candidate, pool)
         for _ in range(self.genetic_num_iters):
-            population = self._next_generation(ctx, population)
+            population = self._next_generation(ctx, population, size)
             for candidate in population:
                 _claim(ctx, candidate, pool)
         return self._pick(ctx, list(pool.values()), n)
 
-    def _initial_population(self, ctx: TuneContext) -> list:
-        best = ctx.database.get_top_k(ctx.mod, ctx.target,
-                                      int(self.population_size * self.init_measured_ratio))
+    def _initial_population(self, ctx: TuneContext, size: int) -> list:
+        best = ctx.database.get_top_k(ctx.mod, ctx.target, int(size * self.init_measured_ratio))
         population = [c for c in (_try(lambda r=r: ctx.space.replay(ctx.mod, r.design, ctx.new_seed()))
                                   for r in best) if c is not None]
-        population += self.sample_new(ctx, self.population_size - len(population), {})
+        population += self.sample_new(ctx, size - len(population), {})
         return population
 
-    def _next_generation(self, ctx: TuneContext, population: list) -> list:
+    def _next_generation(self, ctx: TuneContext, population: list, size: int) -> list:
         scores = _scores(ctx, population)
         weights = scores - scores.min() + 1e-6
         children = []
-        for _ in range(self.population_size):
+        for _ in range(size):
             parent = population[int(ctx.rng.choice(len(population), p=weights / weights.sum()))]
             child = self._mutate(ctx, parent) if ctx.rng.random() < self.genetic_mutate_prob else None
             children.append(child or parent)
