@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+import mlc_lab
 from mlc_lab import meta_schedule as ms
 from mlc_lab import te, tir
 from mlc_lab.meta_schedule.feature import FEATURE_NAMES, extract_features
@@ -144,3 +145,34 @@ def test_tune_tir_with_a_learned_model(tmp_path, kind):
         runner.close()
     records = database.records(Matmul, TARGET)
     assert len(records) == 6 and all(r.error is None for r in records)
+
+
+def test_tuning_saves_its_model_and_a_new_workload_starts_from_it(tmp_path):
+    runner = ms.LocalRunner(number=1, repeat=1, timeout_sec=60)
+    strategy = ms.EvolutionarySearch(population_size=6, genetic_num_iters=1)
+    try:
+        ms.tune_tir(Matmul, TARGET, max_trials_global=4, num_trials_per_iter=4,
+                    work_dir=str(tmp_path / "first"), seed=0, space=split_j, strategy=strategy,
+                    runner=runner, quiet=True)
+        saved = tmp_path / "first" / "cost_model.json"
+        model = ms.create_cost_model(str(saved))          # transfer: a path loads a saved model
+        assert isinstance(model, ms.GBDTModel) and model.num_records == 4
+        other = mlc_lab.IRModule({"main": _matmul(32)})
+        ms.tune_tir(other, TARGET, max_trials_global=3, num_trials_per_iter=3,
+                    work_dir=str(tmp_path / "second"), seed=0, cost_model=model,
+                    strategy=strategy, runner=runner, quiet=True)
+    finally:
+        runner.close()
+    assert model.num_records == 7 and len(set(model.workloads)) == 2
+    reloaded = ms.CostModel.load(str(tmp_path / "second" / "cost_model.json"))
+    assert reloaded.workloads == model.workloads and reloaded.num_records == 7
+
+
+def test_records_of_different_workloads_are_normalised_apart():
+    """Two kernels with the same signature (every tune_relax task is "main") stay two
+    workloads when the caller names them."""
+    from mlc_lab.meta_schedule.cost_model import normalised_throughput
+    model = ms.create_cost_model("gbdt", seed=0)
+    model.update([Matmul["main"]] * 2, [1.0, 2.0], workload="fast kernel")
+    model.update([Matmul["main"]] * 2, [10.0, 40.0], workload="slow kernel")
+    assert list(normalised_throughput(model.seconds, model.workloads)) == [1.0, 0.5, 1.0, 0.25]

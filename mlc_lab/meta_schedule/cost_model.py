@@ -4,7 +4,8 @@ promising ones.
 The interface the search strategies use (every model implements it):
 
     model = create_cost_model("gbdt", seed=0)      # "gbdt" | "mlp" | "random" | a CostModel
-    model.update(funcs, seconds)                   # scheduled PrimFuncs and their measured run times
+    model.update(funcs, seconds, workload=key)     # scheduled PrimFuncs, their measured run times,
+                                                   # and (optional) the key of their workload
     scores = model.predict(funcs)                  # np.ndarray, one score per func: higher = faster
     model.save(path); model = CostModel.load(path)  # JSON records (never pickles)
 
@@ -14,8 +15,10 @@ failed: a model treats it as the slowest possible.
 
 The learned models (``GBDTModel``, ``MLPModel``) keep every record they are given and refit
 on each ``update``. They learn a normalised throughput: within one workload (the function's
-name and its parameters' shapes and dtypes) a record's target is the workload's best time over
-its own time, so the fastest is 1 and a failed candidate 0. Before they have two records that
+key given to ``update``; tune_tir passes the task name and a digest of the module's script, so
+kernels of one model with equal signatures stay apart; without one, the function's name and
+its parameters' shapes and dtypes) a record's target is the workload's best time over its own
+time, so the fastest is 1 and a failed candidate 0. Before they have two records that
 differ they score at random, from their seed. Saved models hold the records, not the fitted
 trees or weights; loading refits from them, so a model saved after tuning one workload ranks
 the schedules of another (the features are mostly per-work ratios and logs).
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import warnings
 
 import numpy as np
@@ -35,7 +39,7 @@ class CostModel:
     """Base class; see the module docstring for the interface."""
     kind = "base"
 
-    def update(self, funcs: list, seconds: list) -> None:
+    def update(self, funcs: list, seconds: list, workload: str | None = None) -> None:
         raise NotImplementedError
 
     def predict(self, funcs: list) -> np.ndarray:
@@ -66,7 +70,7 @@ class RandomModel(CostModel):
         self.seed = seed
         self.rng = np.random.default_rng(seed)
 
-    def update(self, funcs: list, seconds: list) -> None:
+    def update(self, funcs: list, seconds: list, workload: str | None = None) -> None:
         pass
 
     def predict(self, funcs: list) -> np.ndarray:
@@ -106,7 +110,7 @@ class LearnedModel(CostModel):
     def estimator(self):
         raise NotImplementedError
 
-    def update(self, funcs: list, seconds: list) -> None:
+    def update(self, funcs: list, seconds: list, workload: str | None = None) -> None:
         if len(funcs) != len(seconds):
             raise ValueError(f"update: {len(funcs)} funcs but {len(seconds)} times")
         for func, sec in zip(funcs, seconds):
@@ -116,7 +120,7 @@ class LearnedModel(CostModel):
                                  f"candidate), got {sec}")
             self.features.append(extract_features(func))
             self.seconds.append(sec)
-            self.workloads.append(workload_key(func))
+            self.workloads.append(workload or workload_key(func))
         self.refit()
 
     def refit(self) -> None:
@@ -216,10 +220,13 @@ _KINDS = {"random": RandomModel, "gbdt": GBDTModel, "mlp": MLPModel}
 
 
 def create_cost_model(kind="gbdt", seed: int | None = None) -> CostModel:
-    """A cost model by name ("gbdt", "mlp" or "random"), or ``kind`` itself when it already is
-    one (then ``seed`` is not used)."""
+    """A cost model by name ("gbdt", "mlp" or "random"), loaded from the path of a saved one
+    (a ``.json`` file, such as the ``cost_model.json`` tune_tir leaves in its work_dir), or
+    ``kind`` itself when it already is one (then ``seed`` is not used)."""
     if isinstance(kind, CostModel):
         return kind
+    if isinstance(kind, (str, os.PathLike)) and str(kind).endswith(".json"):
+        return CostModel.load(str(kind))
     if kind not in _KINDS:
         raise ValueError(f"unknown cost model {kind!r}; known: {', '.join(sorted(_KINDS))} "
                          "(or pass a CostModel object)")

@@ -135,9 +135,9 @@ def tune_relax(mod: IRModule, params: dict | None, target, work_dir: str | None 
 
     ``max_trials_global`` is shared by ``trial_budgets``; the tasks take turns (round robin), at
     most ``num_trials_per_iter`` trials a turn, each turn a ``tune_tir`` call on the task, so
-    every kernel has a schedule early and a stopped run leaves all of them tuned a little. Each
-    task keeps its own cost model across its turns; a task whose space runs out of unmeasured
-    schedules stops there. Other parameters are tune_tir's (``runner``: one LocalRunner for all
+    every kernel has a schedule early and a stopped run leaves all of them tuned a little. One
+    cost model learns from every task's measurements (it normalises them per task); a task
+    whose space runs out of unmeasured schedules stops there. Other parameters are tune_tir's (``runner``: one LocalRunner for all
     tasks, made and closed here when None; ``database``: one to add to instead of work_dir's);
     each task's seeds are drawn from ``seed`` and its index, so a seed makes the whole run as
     reproducible as it makes one tune_tir call."""
@@ -149,7 +149,7 @@ def tune_relax(mod: IRModule, params: dict | None, target, work_dir: str | None 
         return database
     left = trial_budgets(tasks, max_trials_global, num_trials_per_iter)
     seeds = [_seeds(seed, k) for k in range(len(tasks))]
-    models = [create_cost_model(cost_model, next(s)) for s in seeds]
+    model = create_cost_model(cost_model, seed)
     own_runner = runner is None
     runner = LocalRunner() if own_runner else runner
     progress = _progress(sum(left), quiet)
@@ -161,7 +161,7 @@ def tune_relax(mod: IRModule, params: dict | None, target, work_dir: str | None 
                 turn = min(num_trials_per_iter, left[k])
                 before = len(database.records(task.mod, target))
                 tune_tir(task.mod, target, turn, turn, space, task_name=task.task_name,
-                         seed=next(seeds[k]), strategy=strategy, cost_model=models[k],
+                         seed=next(seeds[k]), strategy=strategy, cost_model=model,
                          runner=runner, database=database, quiet=True)
                 done = len(database.records(task.mod, target)) - before
                 left[k] -= done

@@ -24,8 +24,8 @@ SAMPLING_KINDS = ("sample_perfect_tile", "sample_categorical", "sample_compute_l
 @dataclass
 class TuneContext:
     """What a strategy works on: the module and its function, the space, the target, the
-    database, the cost model, the random generator, and the schedules measured already (by
-    structural hash of the scheduled module)."""
+    database, the cost model, the random generator, the schedules measured already (by
+    structural hash of the scheduled module), and the key naming the workload to the model."""
     mod: object
     func_name: str
     space: object
@@ -34,6 +34,7 @@ class TuneContext:
     cost_model: object
     rng: np.random.Generator
     measured: set = field(default_factory=set)
+    workload_key: str | None = None   # names the workload to the cost model
 
     def new_seed(self) -> int:
         return int(self.rng.integers(2**31))
@@ -54,7 +55,8 @@ class SearchStrategy:
     def notify(self, ctx: TuneContext, candidates: list, results: list) -> None:
         if ctx.cost_model is not None:
             seconds = [min(r.run_secs) if r.run_secs else math.inf for r in results]
-            ctx.cost_model.update([ctx.func_of(c) for c in candidates], seconds)
+            ctx.cost_model.update([ctx.func_of(c) for c in candidates], seconds,
+                                  workload=ctx.workload_key)
 
     def sample_new(self, ctx: TuneContext, n: int, taken: dict) -> list:
         """Up to ``n`` fresh samples of the space that are neither measured nor in ``taken``

@@ -2,7 +2,9 @@
 every measurement in a database."""
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import tempfile
 
 import numpy as np
@@ -14,7 +16,7 @@ from ..tir.function import PrimFunc
 from ..tir.schedule import ScheduleError
 from ..tir.schedule.trace import TraceError
 from ..tir.verify import VerifyError
-from .cost_model import create_cost_model
+from .cost_model import LearnedModel, create_cost_model
 from .database import JSONDatabase, TuningRecord
 from .flop_counter import estimate_flops
 from .runner import LocalRunner, Workload
@@ -23,6 +25,10 @@ from .search_strategy import RandomSearch, TuneContext, create_strategy
 from .space_generator import create_space
 
 logger = logging.getLogger("mlc_lab.meta_schedule")
+
+# The learned cost model is saved here, in the database's directory, after every tune_tir call;
+# ``cost_model="<work_dir>/cost_model.json"`` starts another tuning from it.
+COST_MODEL_FILE = "cost_model.json"
 
 
 def as_module(mod) -> IRModule:
@@ -52,8 +58,9 @@ def tune_tir(mod, target, max_trials_global: int, num_trials_per_iter: int = 64,
     Parameters: space (None or "auto" for the automatic space, a ScheduleFn or a function of a
     tir.Schedule); work_dir (where the JSON database lives; a temporary directory if None);
     seed (makes the candidates chosen reproducible); strategy ("evolutionary" | "random" | a
-    SearchStrategy); cost_model ("gbdt" | "mlp" | "random" | a CostModel; evolutionary search
-    only); runner (a LocalRunner: repeats, timeout); database (a JSONDatabase to add to, instead
+    SearchStrategy); cost_model ("gbdt" | "mlp" | "random" | a CostModel | the path of a saved
+    one; evolutionary search only; a learned model is saved as ``cost_model.json`` next to the
+    database when tuning ends, so a later run on another workload can start from it); runner (a LocalRunner: repeats, timeout); database (a JSONDatabase to add to, instead
     of opening work_dir's); quiet (no progress bar, no curve); live (the tuning curve redrawn
     after every batch; by default when running in Jupyter).
 
@@ -70,7 +77,8 @@ def tune_tir(mod, target, max_trials_global: int, num_trials_per_iter: int = 64,
     runner = LocalRunner() if own_runner else runner
     model = None if isinstance(strategy, RandomSearch) else create_cost_model(cost_model, seed)
     ctx = TuneContext(mod, func_name, space, target, database, model,
-                      np.random.default_rng(seed), _measured(database, mod, target))
+                      np.random.default_rng(seed), _measured(database, mod, target),
+                      workload_key(task_name, mod))
     workload = Workload(mod, func_name)
     flops = estimate_flops(mod)
     progress = TuningProgress(max_trials_global, task_name, quiet, live)
@@ -97,6 +105,9 @@ def tune_tir(mod, target, max_trials_global: int, num_trials_per_iter: int = 64,
                 trials += 1
             strategy.notify(ctx, batch, results)
             progress.update(len(batch), database.best(mod, target), database.records(mod, target))
+        if isinstance(model, LearnedModel):
+            model.save(os.path.join(os.path.dirname(database.path_tuning_record) or ".",
+                                    COST_MODEL_FILE))
     finally:
         progress.close()
         if own_runner:
@@ -114,6 +125,12 @@ def _measured(database, mod, target) -> set:
         except (ScheduleError, TraceError, VerifyError) as err:  # a stale trace no longer replays: measure anew
             logger.info("record not replayed: %s", err)
     return measured
+
+
+def workload_key(task_name: str, mod) -> str:
+    """What a cost model calls a workload: the task name and a digest of the module's script,
+    the same in every process (a structural hash is not)."""
+    return f"{task_name}:{hashlib.sha1(mod.script().encode()).hexdigest()[:12]}"
 
 
 def _search_label(strategy, model) -> str:
