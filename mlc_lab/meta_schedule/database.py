@@ -1,6 +1,11 @@
 """The tuning database: workloads (the modules tuned) and tuning records (a trace, its measured
 times, the target, or the error that stopped it), kept as JSON lines in ``work_dir``.
 
+A tuning session ends by measuring its few best schedules again, one after the other with
+nothing else running; those measurements are kept as records whose ``search`` is ``RETIMED``.
+They are not trials (``records()`` leaves them out unless asked), but they decide ``best()``:
+a schedule that was lucky once does not win over one that is faster.
+
 Workloads are matched structurally (``structural_equal``, so renaming a variable does not make
 another workload); the file stores each module as script text. Records are per target: a
 record measured for one target is never returned for another. Reopening the directory gives
@@ -64,6 +69,9 @@ class TuningRecord:
                             data.get("flops", 0.0), data.get("search", ""), data["workload"])
 
 
+RETIMED = "re-timed"
+
+
 def target_key(target) -> str:
     """The canonical text of a target, so that "llvm --num-cores=1" and "llvm -num-cores=1" match."""
     return str(Target(target))
@@ -124,28 +132,36 @@ class JSONDatabase:
         self._records.append(record)
         _append_line(self.path_tuning_record, record.to_json())
 
-    def records(self, mod=None, target=None, include_errors: bool = True) -> list:
-        """Records in the order they were measured, of ``mod``'s workload and ``target`` when given."""
+    def records(self, mod=None, target=None, include_errors: bool = True,
+                include_retimed: bool = False) -> list:
+        """The trials in the order they were measured, of ``mod``'s workload and ``target`` when
+        given (with the final re-timings when ``include_retimed``)."""
         index = None if mod is None else self.workload_index(mod)
         if mod is not None and index is None:
             return []
         target = None if target is None else target_key(target)
         return [r for r in self._records
                 if (index is None or r.workload == index) and (target is None or r.target == target)
-                and (include_errors or r.error is None)]
+                and (include_errors or r.error is None) and (include_retimed or r.search != RETIMED)]
 
     def get_top_k(self, mod, target, top_k: int) -> list:
-        """The ``top_k`` fastest error-free records of ``mod`` on ``target``, fastest first."""
+        """The ``top_k`` fastest error-free trials of ``mod`` on ``target``, fastest first."""
         good = [r for r in self.records(mod, target) if r.error is None and r.run_secs]
         return sorted(good, key=lambda r: r.seconds)[:top_k]
 
     def best(self, mod, target) -> TuningRecord | None:
-        """The fastest error-free record of ``mod`` on ``target``, or None."""
+        """The fastest error-free record of ``mod`` on ``target`` by the final re-timings when
+        there are any, else by the trials; None when there is none."""
+        retimed = [r for r in self.records(mod, target, include_errors=False, include_retimed=True)
+                   if r.search == RETIMED and r.run_secs]
+        if retimed:
+            return min(retimed, key=lambda r: r.seconds)
         top = self.get_top_k(mod, target, 1)
         return top[0] if top else None
 
     def __len__(self) -> int:
-        return len(self._records)
+        """The number of trials (final re-timings are not trials)."""
+        return sum(r.search != RETIMED for r in self._records)
 
     def plot(self, mod=None, target=None, ax=None, title: str | None = None,
              label: str | None = None):
