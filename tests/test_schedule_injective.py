@@ -9,6 +9,8 @@ from mlc_lab.script import tir as T
 from mlc_lab.tir.schedule import ScheduleError
 from mlc_lab.tir.schedule.primitives.injective import _affine_injective, _enumerate, repeated_points
 
+from test_schedule_reduction import normalize_rows
+
 
 @T.prim_func
 def matmul(A: T.Buffer((12, 6), "float32"), B: T.Buffer((6, 8), "float32"),
@@ -19,21 +21,6 @@ def matmul(A: T.Buffer((12, 6), "float32"), B: T.Buffer((6, 8), "float32"),
             with T.init():
                 C[vi, vj] = T.float32(0)
             C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-
-
-@T.prim_func
-def normalize_rows(A: T.Buffer((6, 25), "float32"), B: T.Buffer((6, 25), "float32")):
-    sm = T.alloc_buffer((6,), "float32")
-    for i, k in T.grid(6, 25):
-        with T.block("sm"):
-            vi, vk = T.axis.remap("SR", [i, k])
-            with T.init():
-                sm[vi] = T.float32(0)
-            sm[vi] = sm[vi] + A[vi, vk]
-    for i, j in T.grid(6, 25):
-        with T.block("out"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            B[vi, vj] = A[vi, vj] / sm[vi]
 
 
 def _random_nest(rng) -> tir.Schedule:
