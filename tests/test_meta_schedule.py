@@ -321,3 +321,34 @@ def test_a_candidate_far_slower_than_the_best_is_timed_by_its_checked_call():
                          min_repeat_ms=0, budget_sec=60, rtol=1e-3, atol=1e-3)
         assert result.error is None and len(result.run_secs) == calls
         assert reference.best_secs == min(best_secs, *result.run_secs)
+
+
+def test_the_2022_form_with_a_tune_config_returns_the_best_schedule(tmp_path, runner):
+    config = ms.TuneConfig(max_trials_global=3, num_trials_per_iter=3, strategy="replay_trace")
+    sch = ms.tune_tir(mod=Matmul, target=TARGET, config=config, work_dir=str(tmp_path / "kw"),
+                      space=split_j, task_name="main", runner=runner, quiet=True)
+    assert isinstance(sch, tir.Schedule)
+    database = ms.JSONDatabase(str(tmp_path / "kw"))
+    assert len(database) == 3 and {r.search for r in database.records()} == {"random"}
+    assert structural_equal(sch.mod, database.best(Matmul, TARGET).as_schedule(Matmul).mod)
+    # positionally, as (mod, target, config, work_dir)
+    again = ms.tune_tir(Matmul, TARGET, config, str(tmp_path / "pos"), space=split_j,
+                        runner=runner, quiet=True)
+    assert isinstance(again, tir.Schedule) and len(ms.JSONDatabase(str(tmp_path / "pos"))) == 3
+    assert "sch.split" in repr(sch.trace)    # a trace shows as its script, also as a cell's value
+
+
+def test_the_2022_form_returns_none_when_no_trial_succeeds(tmp_path):
+    broken = ms.LocalRunner(number=1, repeat=1, timeout_sec=5, build_func=_raising_build)
+    try:
+        sch = ms.tune_tir(Matmul, TARGET, config=ms.TuneConfig(2, 2), work_dir=str(tmp_path),
+                          space=split_j, runner=broken, quiet=True)
+    finally:
+        broken.close()
+    assert sch is None
+    with pytest.raises(TypeError, match="needs max_trials_global"):
+        ms.tune_tir(Matmul, TARGET)
+
+
+def _raising_build(mod, target):
+    raise RuntimeError("no build today")

@@ -7,6 +7,7 @@ and a tuning database, under the course-era ``meta_schedule`` names.
 """
 from . import (cost_model, database, feature, postproc, relax_integration, runner, schedule_rule,
                search_strategy, space_generator, tir_integration)
+from .config import TuneConfig
 from .cost_model import CostModel, GBDTModel, MLPModel, RandomModel, create_cost_model
 from .database import JSONDatabase, TuningRecord
 from .flop_counter import estimate_flops
@@ -16,6 +17,6 @@ from .space_generator import PostOrderApply, ScheduleFn
 from .tune import tune_tir
 
 __all__ = ["CostModel", "EvolutionarySearch", "GBDTModel", "MLPModel", "RandomModel", "JSONDatabase", "LocalRunner", "PostOrderApply",
-           "RandomSearch", "ScheduleFn", "TuningRecord", "cost_model", "create_cost_model",
+           "RandomSearch", "ScheduleFn", "TuneConfig", "TuningRecord", "cost_model", "create_cost_model",
            "database", "estimate_flops", "feature", "postproc", "relax_integration", "runner", "schedule_rule", "search_strategy",
            "space_generator", "tir_integration", "tune_tir"]

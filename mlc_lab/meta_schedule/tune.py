@@ -17,6 +17,7 @@ from ..tir.function import PrimFunc
 from ..tir.schedule import ScheduleError
 from ..tir.schedule.trace import TraceError
 from ..tir.verify import VerifyError
+from .config import TuneConfig
 from .cost_model import LearnedModel, create_cost_model
 from .database import RETIMED, JSONDatabase, TuningRecord
 from .flop_counter import estimate_flops
@@ -51,25 +52,44 @@ def single_func_name(mod: IRModule) -> str:
     return names[0]
 
 
-def tune_tir(mod, target, max_trials_global: int, num_trials_per_iter: int = 64, space=None,
-             work_dir: str | None = None, task_name: str = "main", seed: int | None = None,
-             strategy="evolutionary", cost_model="gbdt", runner=None, database=None,
-             quiet: bool = False, live: bool | None = None) -> JSONDatabase:
+def tune_tir(mod, target, max_trials_global: int | None = None, num_trials_per_iter: int = 64,
+             space=None, work_dir: str | None = None, task_name: str = "main",
+             seed: int | None = None, strategy="evolutionary", cost_model="gbdt", runner=None,
+             database=None, quiet: bool = False, live: bool | None = None,
+             config: TuneConfig | None = None):
     """Tune the PrimFunc of ``mod`` for ``target`` with up to ``max_trials_global`` measurements,
     ``num_trials_per_iter`` at a time, and return the database holding them.
+
+    The 2022 form ``tune_tir(mod, target, config=ms.TuneConfig(...), work_dir=...)`` (``config``
+    also third, positionally, then ``work_dir`` fourth) takes the budget and strategy from the
+    config and returns the best schedule, or None when no trial succeeded.
 
     Parameters: space (None or "auto" for the automatic space, a ScheduleFn or a function of a
     tir.Schedule); work_dir (where the JSON database lives; a temporary directory if None);
     seed (makes the candidates chosen reproducible); strategy ("evolutionary" | "random" | a
     SearchStrategy); cost_model ("gbdt" | "mlp" | "random" | a CostModel | the path of a saved
     one; evolutionary search only; a learned model is saved as ``cost_model.json`` next to the
-    database when tuning ends, so a later run on another workload can start from it); runner (a LocalRunner: repeats, timeout); database (a JSONDatabase to add to, instead
-    of opening work_dir's); quiet (no progress bar, no curve); live (the tuning curve redrawn
+    database when tuning ends, so a later run on another workload can start from it); runner
+    (a LocalRunner: repeats, timeout); database (a JSONDatabase to add to, instead of opening
+    work_dir's); quiet (no progress bar, no curve); live (the tuning curve redrawn
     after every batch; by default when running in Jupyter).
 
     Tuning stops early when the space yields no schedule that was not measured already. It ends
     by measuring the best few schedules again, alone; ``database.best`` decides by those times.
     """
+    if isinstance(max_trials_global, TuneConfig):   # the 2022 positional order
+        config, max_trials_global = max_trials_global, None
+        if isinstance(num_trials_per_iter, str):
+            work_dir, num_trials_per_iter = num_trials_per_iter, 64
+    if config is not None:
+        database = tune_tir(mod, target, config.max_trials_global, config.num_trials_per_iter,
+                            space, work_dir, task_name, seed, config.search_strategy(),
+                            cost_model, runner, database, quiet, live)
+        best = database.best(as_module(mod), target)
+        return None if best is None else best.as_schedule(as_module(mod))
+    if max_trials_global is None:
+        raise TypeError("tune_tir needs max_trials_global (the number of candidates to measure), "
+                        "e.g. tune_tir(mod, target, max_trials_global=64, num_trials_per_iter=64)")
     mod = as_module(mod)
     func_name = single_func_name(mod)
     target = Target(target)

@@ -66,6 +66,8 @@ class Trace:
     def __str__(self) -> str:
         return "\n".join(["# from mlc_lab import tir", "# sch = tir.Schedule(mod)"] + self.as_python())
 
+    __repr__ = __str__   # a trace shown as a notebook cell's value reads as the script
+
     def show(self) -> None:
         from ...script.highlight import display_code
         display_code(str(self))
