@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -123,7 +124,7 @@ def course_space(sch):
 
 def bench_kernels(quick):
     trials = 8 if quick else 32
-    header(f"kernels, {ONE!r}, {trials} trials each, gbdt")
+    header(f"kernels, {ONE!r}, {trials} trials each, gbdt (numpy on one BLAS thread)")
     rng = np.random.default_rng(1)
     a128, b128 = (rng.standard_normal((128, 128)).astype("float32") for _ in range(2))
     x, w = rng.standard_normal((1, 784)).astype("float32"), rng.standard_normal((128, 784)).astype("float32")
@@ -147,7 +148,8 @@ def bench_kernels(quick):
         mod = mlc_lab.IRModule({"main": func}) if not isinstance(func, mlc_lab.IRModule) else func
         args = [nd.array(v) if isinstance(v, np.ndarray) else nd.empty(v, "float32") for v in inputs]
         database, wall = tune(mod, ONE, trials, seed=0, **options)
-        base = numpy_seconds(numpy_fn, 5, 50)
+        with threadpool_limits(limits=1, user_api="blas"):   # one core each
+            base = numpy_seconds(numpy_fn, 5, 50)
         untuned = kernel_seconds(mod, ONE, args, repeat=1)
         tuned = tuned_seconds(database, mod, ONE, args)
         row(name, tuned, base, flops,
@@ -204,14 +206,15 @@ def bench_transfer(quick):
 
 def bench_e2e(quick):
     trials = 16 if quick else 64
-    print(f"\n== end to end: tune_relax, {trials} trials, {ONE!r}")
+    print(f"\n== end to end: tune_relax, {trials} trials, {ONE!r} (numpy on one BLAS thread)")
     print(f"{'model':<24} {'input':<14} {'numpy ms':>9} {'untuned':>9} {'tuned':>9} {'tuned x np':>10}")
     for name, model, shape in (("mlp 784-256-10", mlp((784, 256, 10)), (64, 784)),
                                ("cnn conv-pool-linear", small_cnn(), (8, 1, 28, 28))):
         x = np.random.default_rng(0).random(shape, dtype="float32")
         want = model.forward_numpy(x)
         mod = model.to_relax(shape)
-        base = numpy_seconds(lambda: model.forward_numpy(x), 5, 50)
+        with threadpool_limits(limits=1, user_api="blas"):   # one core each
+            base = numpy_seconds(lambda: model.forward_numpy(x), 5, 50)
         start = time.perf_counter()
         database = ms.relax_integration.tune_relax(mod, None, ONE, max_trials_global=trials,
                                                    num_trials_per_iter=16, seed=0, quiet=True,

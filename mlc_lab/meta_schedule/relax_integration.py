@@ -35,7 +35,7 @@ from .cost_model import create_cost_model
 from .database import JSONDatabase
 from .flop_counter import estimate_flops
 from .runner import LocalRunner
-from .tune import tune_tir
+from .tune import retime_best, tune_tir
 
 MIN_TRIALS_PER_TASK = 4
 
@@ -137,7 +137,8 @@ def tune_relax(mod: IRModule, params: dict | None, target, work_dir: str | None 
     most ``num_trials_per_iter`` trials a turn, each turn a ``tune_tir`` call on the task, so
     every kernel has a schedule early and a stopped run leaves all of them tuned a little. One
     cost model learns from every task's measurements (it normalises them per task); a task
-    whose space runs out of unmeasured schedules stops there. Other parameters are tune_tir's (``runner``: one LocalRunner for all
+    whose space runs out of unmeasured schedules stops there. At the end each task's best few
+    schedules are measured again (``tune.retime_best``), which decides its best record. Other parameters are tune_tir's (``runner``: one LocalRunner for all
     tasks, made and closed here when None; ``database``: one to add to instead of work_dir's);
     each task's seeds are drawn from ``seed`` and its index, so a seed makes the whole run as
     reproducible as it makes one tune_tir call."""
@@ -162,13 +163,16 @@ def tune_relax(mod: IRModule, params: dict | None, target, work_dir: str | None 
                 before = len(database.records(task.mod, target))
                 tune_tir(task.mod, target, turn, turn, space, task_name=task.task_name,
                          seed=next(seeds[k]), strategy=strategy, cost_model=model,
-                         runner=runner, database=database, quiet=True)
+                         runner=runner, database=database, quiet=True, retime=False)
                 done = len(database.records(task.mod, target)) - before
                 left[k] -= done
                 if done < turn:   # the space has no unmeasured schedule left
                     progress.total -= left[k]
                     left[k] = 0
                 _report(progress, database, task, target, done)
+        for task in tasks:
+            if database.records(task.mod, target):
+                retime_best(runner, database, task.mod, target, task.task_name)
     finally:
         progress.close()
         if own_runner:

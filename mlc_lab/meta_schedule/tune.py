@@ -56,7 +56,7 @@ def tune_tir(mod, target, max_trials_global: int | None = None, num_trials_per_i
              space=None, work_dir: str | None = None, task_name: str = "main",
              seed: int | None = None, strategy="evolutionary", cost_model="gbdt", runner=None,
              database=None, quiet: bool = False, live: bool | None = None,
-             config: TuneConfig | None = None):
+             config: TuneConfig | None = None, retime: bool = True):
     """Tune the PrimFunc of ``mod`` for ``target`` with up to ``max_trials_global`` measurements,
     ``num_trials_per_iter`` at a time, and return the database holding them.
 
@@ -72,10 +72,12 @@ def tune_tir(mod, target, max_trials_global: int | None = None, num_trials_per_i
     database when tuning ends, so a later run on another workload can start from it); runner
     (a LocalRunner: repeats, timeout); database (a JSONDatabase to add to, instead of opening
     work_dir's); quiet (no progress bar, no curve); live (the tuning curve redrawn
-    after every batch; by default when running in Jupyter).
+    after every batch; by default when running in Jupyter); retime (False: leave out the final
+    re-timing, for a caller that tunes the workload again and re-times once at its end).
 
     Tuning stops early when the space yields no schedule that was not measured already. It ends
-    by measuring the best few schedules again, alone; ``database.best`` decides by those times.
+    by measuring the best few schedules again, alone (``retime_best``); ``database.best``
+    decides by those times.
     """
     if isinstance(max_trials_global, TuneConfig):   # the 2022 positional order
         config, max_trials_global = max_trials_global, None
@@ -129,8 +131,8 @@ def tune_tir(mod, target, max_trials_global: int | None = None, num_trials_per_i
                 trials += 1
             strategy.notify(ctx, batch, results)
             progress.update(len(batch), database.best(mod, target), database.records(mod, target))
-        if trials:
-            _retime(runner, database, mod, target, workload, task_name, flops)
+        if trials and retime:
+            retime_best(runner, database, mod, target, task_name)
         if isinstance(model, LearnedModel):
             model.save(os.path.join(os.path.dirname(database.path_tuning_record) or ".",
                                     COST_MODEL_FILE))
@@ -153,9 +155,11 @@ def _measured(database, mod, target) -> set:
     return measured
 
 
-def _retime(runner, database, mod, target, workload, task_name: str, flops: float) -> None:
-    """Measure the ``RETIMED_TOP_K`` fastest distinct schedules again, one after another, and
-    keep those times as the records ``database.best`` decides by."""
+def retime_best(runner, database, mod, target, task_name: str = "main") -> None:
+    """Measure the ``RETIMED_TOP_K`` fastest distinct schedules of ``mod`` again, one after
+    another, and keep those times as the records ``database.best`` decides by."""
+    mod, target = as_module(mod), Target(target)
+    workload, flops = Workload(mod, single_func_name(mod)), estimate_flops(mod)
     chosen, seen = [], set()
     for record in database.get_top_k(mod, target, 4 * RETIMED_TOP_K):
         key = json.dumps(record.trace, sort_keys=True)
