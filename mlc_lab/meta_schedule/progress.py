@@ -29,6 +29,7 @@ def curves(records, label: str | None = None) -> dict:
 def draw_curves(ax, series: dict, title: str | None = None):
     """Draw ``curves()`` on a matplotlib Axes: dots per trial, a best-so-far line per search.
     Colours continue after the curves the Axes holds, so several databases share one plot."""
+    from matplotlib.ticker import MaxNLocator
     start = len(ax.get_lines())
     for number, (label, gflops) in enumerate(series.items(), start):
         trials = range(1, len(gflops) + 1)
@@ -40,6 +41,7 @@ def draw_curves(ax, series: dict, title: str | None = None):
         ax.scatter(trials, gflops, s=10, alpha=0.35, color=color)
         ax.plot(trials, best, color=color, linewidth=2, label=f"{label}: best {running:.1f}")
     ax.set_xlabel("trial")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))   # trials are counted: no "2.5" tick
     ax.set_ylabel("GFLOPS")
     if title:
         ax.set_title(title)
