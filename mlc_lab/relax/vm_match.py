@@ -39,14 +39,36 @@ def as_ndarray(value, what: str):
 
 
 class Matcher:
-    """Matches values against structure info for the function ``func_name``."""
+    """Matches values against structure info for the function ``func_name``.
 
-    def __init__(self, func_name: str):
-        self.func_name = func_name
+    A tensor parameter of static shape and dtype gets a quick check (an NDArray on the device
+    type ``device_type`` with exactly that shape and dtype); only arguments that fail it, and
+    parameters with symbolic sizes or of other kinds, go through the full match, which names
+    what is wrong."""
 
-    def arguments(self, params, args) -> tuple[list, dict]:
+    def __init__(self, func_name: str, params=(), device_type: str = "cpu"):
+        self.func_name, self.params, self.device_type = func_name, tuple(params), device_type
+        quick = [_quick_check(p.struct_info) for p in self.params]
+        self.quick = quick if all(q is not None for q in quick) else None
+
+    def arguments(self, args) -> tuple[list, dict]:
         """The arguments as the VM holds them (numpy arrays become NDArrays) and the symbolic
         sizes they define; raises TypeError/ValueError naming the parameter at fault."""
+        device_type = self.device_type
+        if self.quick is not None and len(args) == len(self.quick):
+            values = []
+            for (shape, np_type), arg in zip(self.quick, args):
+                if type(arg) is np.ndarray:
+                    arg = NDArray(arg)
+                elif type(arg) is not NDArray or arg.device.device_type != device_type:
+                    break
+                view = arg.numpy_view()
+                if view.shape != shape or view.dtype != np_type:
+                    break
+                values.append(arg)
+            else:
+                return values, {}
+        params = self.params
         if len(args) != len(params):
             names = ", ".join(p.name_hint for p in params)
             raise TypeError(f"{self.func_name}() takes {len(params)} argument(s) ({names}) but "
@@ -73,6 +95,10 @@ class Matcher:
             if not isinstance(array, NDArray):
                 raise TypeError(f"{where} should be a tensor, got {type(array).__name__}")
             expected = _tensor_text(sinfo)
+            if convert and array.device.device_type != self.device_type:
+                raise ValueError(f"{where}: the array is on {array.device} but the "
+                                 f"VirtualMachine runs on {self.device_type}; copy it with "
+                                 f"arr.copyto(mlc_lab.{self.device_type}())")
             if array.numpy_view().dtype != np_dtype(sinfo.dtype):
                 raise TypeError(f"{where} expects {expected} but got dtype {array.dtype}")
             if sinfo.ndim != -1 and array.ndim != sinfo.ndim:
@@ -131,6 +157,13 @@ class Matcher:
             if value != size:
                 raise ValueError(f"{where} expects {expected} but got shape {given}: dimension "
                                  f"{axis} should be {value}")
+
+
+def _quick_check(sinfo):
+    """(shape, numpy dtype) of a tensor of static shape, else None."""
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.static_shape is None:
+        return None
+    return tuple(sinfo.static_shape), np_dtype(sinfo.dtype)
 
 
 def _tensor_text(sinfo: TensorStructInfo) -> str:

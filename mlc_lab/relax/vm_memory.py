@@ -1,11 +1,22 @@
-"""Memory accounting for the VirtualMachine: tensor allocations, the bytes live at each moment,
-and storages shared according to a function's "relax.memory_plan".
+"""Memory of the VirtualMachine: where each tensor a function allocates lives, and what a call used.
 
-A tensor is live while a variable holding it (directly or in a tuple) is live; the VM releases a
-variable after the last binding that uses it. A memory plan lists ``(var_name, storage_id,
-bytes)``: the storages are allocated once per call and each planned tensor is a view into its
-storage. A planned tensor whose storage is too small or still holds a live tensor gets its own
-allocation instead (a ``plan_fallback``), so a wrong plan costs memory, never correctness.
+A function's plan (the "relax.memory_plan" attr that StaticPlanBlockMemory makes, or one written
+by hand: ``(name, storage_id, bytes)`` entries) is checked once, when the VM prepares the
+function, against the lifetimes of its tensors (``relax.lifetime``). An entry is kept (a
+``Layout``) when its tensor has a static size that fits the storage, does not escape the call,
+and finds the storage free, every tensor placed there before it dead. Other entries are
+``plan_fallbacks``: their tensors are allocated on each call, so a wrong plan costs memory, never
+correctness.
+
+The storages of a layout are allocated once, as a ``Workspace``, the first time the function
+runs, and every later call reuses them (a call made while the workspace is in use, by recursion
+or from another thread, gets one of its own). Every other tensor is allocated by its call and
+dies after its last use.
+
+``CallStats`` counts one top-level call and the calls it makes. Its ``peak_bytes`` is the most
+memory in use at once: tensors allocated by the call from their binding to their last use, and
+each planned storage from the first binding of its tensors to the last use among them (as
+``relax.transform.memory_stats`` computes it without running anything).
 """
 from __future__ import annotations
 
@@ -16,8 +27,7 @@ import numpy as np
 
 from ..runtime.interpreter_expr import np_dtype
 from ..runtime.ndarray import NDArray
-
-PLAN_ATTR = "relax.memory_plan"
+from .transform.static_plan_block_memory import PLAN_ATTR
 
 
 class MemoryPlan:
@@ -58,110 +68,88 @@ def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-class _Block:
-    """One allocation: a tensor's own memory, or a planned storage shared by tensors."""
-    __slots__ = ("nbytes", "users", "array", "planned")
+class Layout:
+    """The part of ``plan`` that is safe for the function whose tensors are ``sites``:
+    ``storage_of`` (site -> storage id), ``sizes`` (storage id -> bytes, ``nbytes`` in all),
+    ``fallbacks`` (sites the plan names but cannot hold), and per binding the bytes of storages
+    coming into use (``occupy``) and going out of use after it (``release``)."""
 
-    def __init__(self, nbytes: int, array: Optional[np.ndarray] = None, planned: bool = False):
-        self.nbytes, self.array, self.planned, self.users = nbytes, array, planned, 0
+    def __init__(self, plan: Optional[MemoryPlan], sites: list):
+        self.planned = plan is not None
+        self.storage_of, self.fallbacks = {}, set()
+        self.occupy, self.release = {}, {}
+        if plan is None:
+            self.sizes, self.nbytes = {}, 0
+            return
+        count = {}
+        for site in sites:
+            count[site.name] = count.get(site.name, 0) + 1
+        busy_until = {}
+        for site in sites:
+            sid = plan.storage_of.get(site.name)
+            if sid is None or site.kind == "call":
+                continue
+            if (count[site.name] == 1 and site.nbytes is not None and site.last_use is not None
+                    and site.nbytes <= plan.sizes[sid] and busy_until.get(sid, -1) < site.binding):
+                self.storage_of[site] = sid
+                busy_until[sid] = site.last_use
+            else:
+                self.fallbacks.add(site)
+        self.sizes = {sid: plan.sizes[sid] for sid in set(self.storage_of.values())}
+        self.nbytes = sum(self.sizes.values())
+        for sid, size in self.sizes.items():
+            users = [s for s in self.storage_of if self.storage_of[s] == sid]
+            first, last = min(s.binding for s in users), max(s.last_use for s in users)
+            self.occupy[first] = self.occupy.get(first, 0) + size
+            self.release[last] = self.release.get(last, 0) + size
 
 
-class _Storages:
-    def __init__(self, plan: MemoryPlan):
-        self.plan = plan
-        self.blocks: dict[object, _Block] = {}
+class Workspace:
+    """The storages of a Layout, and a view of the right shape into them for each planned site."""
+
+    def __init__(self, layout: Layout, stats: "CallStats", device):
+        storages = {sid: np.zeros(size, np.uint8) for sid, size in layout.sizes.items()}
+        for size in layout.sizes.values():
+            stats.count_allocation(size)
+        self.views = {}
+        for site, sid in layout.storage_of.items():
+            np_type = np_dtype(site.sinfo.dtype)
+            flat = storages[sid][:site.nbytes].view(np_type)
+            self.views[site] = NDArray(flat.reshape(site.sinfo.static_shape), device)
 
 
-class MemoryTracker:
-    """Counts the allocations of one top-level call (and the calls it makes)."""
+class CallStats:
+    """What one top-level call allocated; ``summary()`` is what ``vm.memory_stats()`` shows."""
+    __slots__ = ("allocations", "bytes_allocated", "live_bytes", "peak_bytes", "unplanned_bytes",
+                 "planned_bytes", "plan_fallbacks", "memory_plan")
 
     def __init__(self):
-        self._arrays: dict[int, list] = {}   # id(NDArray) -> [NDArray, _Block, references]
         self.allocations = self.bytes_allocated = self.live_bytes = self.peak_bytes = 0
         self.unplanned_bytes = self.planned_bytes = self.plan_fallbacks = 0
-        self.used_plan = False
+        self.memory_plan = False
 
-    def open_plan(self, plan: Optional[MemoryPlan]) -> Optional[_Storages]:
-        if plan is None:
-            return None
-        self.used_plan = True
-        return _Storages(plan)
-
-    def close_plan(self, storages: Optional[_Storages]) -> None:
-        if storages is not None:
-            for block in storages.blocks.values():
-                self.live_bytes -= block.nbytes
-
-    def allocate(self, shape: tuple, dtype: str, storages: Optional[_Storages],
-                 name: Optional[str]) -> NDArray:
-        """A new tensor, placed in its planned storage when it has one that is free."""
-        np_type = np_dtype(dtype)
-        nbytes = math.prod(shape) * np_type.itemsize
-        self.unplanned_bytes += nbytes
-        if storages is not None and name in storages.plan.storage_of:
-            view = self._planned_view(storages, name, shape, np_type, nbytes)
-            if view is not None:
-                return view
-            self.plan_fallbacks += 1
-        array = NDArray(np.zeros(shape, np_type))
-        self._count(nbytes)
-        self._arrays[id(array)] = [array, _Block(nbytes), 0]
-        return array
-
-    def _planned_view(self, storages: _Storages, name: str, shape, np_type, nbytes):
-        storage_id = storages.plan.storage_of[name]
-        block = storages.blocks.get(storage_id)
-        if block is None:
-            size = storages.plan.sizes[storage_id]
-            block = _Block(size, np.zeros(size, np.uint8), planned=True)
-            storages.blocks[storage_id] = block
-            self._count(size)
-            self.planned_bytes += size
-        if block.users or nbytes > block.nbytes:
-            return None
-        view = NDArray(block.array[:nbytes].view(np_type).reshape(shape))
-        self._arrays[id(view)] = [view, block, 0]
-        return view
-
-    def _count(self, nbytes: int) -> None:
+    def count_allocation(self, nbytes: int) -> None:
         self.allocations += 1
         self.bytes_allocated += nbytes
+
+    def allocate(self, shape: tuple, np_type: np.dtype, device) -> NDArray:
+        """A new zero-filled tensor, in use from now on."""
+        nbytes = math.prod(shape) * np_type.itemsize
+        self.count_allocation(nbytes)
+        self.unplanned_bytes += nbytes
+        self.occupy(nbytes)
+        return NDArray(np.zeros(shape, np_type), device)
+
+    def occupy(self, nbytes: int) -> None:
         self.live_bytes += nbytes
-        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
-
-    def retain(self, value) -> None:
-        """One more variable holds ``value`` (a tensor, or a tuple of values)."""
-        for entry in self._entries(value):
-            if entry[2] == 0:
-                entry[1].users += 1
-            entry[2] += 1
-
-    def release(self, value) -> None:
-        """A variable holding ``value`` is gone; memory nothing holds any more is freed."""
-        for entry in self._entries(value):
-            entry[2] -= 1
-            if entry[2] > 0:
-                continue
-            del self._arrays[id(entry[0])]
-            block = entry[1]
-            block.users -= 1
-            if block.users == 0 and not block.planned:
-                self.live_bytes -= block.nbytes
-
-    def _entries(self, value):
-        if isinstance(value, (tuple, list)):
-            for item in value:
-                yield from self._entries(item)
-        elif isinstance(value, NDArray):
-            entry = self._arrays.get(id(value))
-            if entry is not None:
-                yield entry
+        if self.live_bytes > self.peak_bytes:
+            self.peak_bytes = self.live_bytes
 
     def summary(self) -> dict:
         return {"allocations": self.allocations, "bytes_allocated": self.bytes_allocated,
                 "peak_bytes": self.peak_bytes, "unplanned_bytes": self.unplanned_bytes,
                 "planned_bytes": self.planned_bytes, "plan_fallbacks": self.plan_fallbacks,
-                "memory_plan": self.used_plan}
+                "memory_plan": self.memory_plan}
 
 
-__all__ = ["MemoryPlan", "MemoryTracker", "PLAN_ATTR"]
+__all__ = ["CallStats", "Layout", "MemoryPlan", "PLAN_ATTR", "Workspace"]

@@ -218,6 +218,7 @@ class LLVMFunction:
                                 "which compiled functions cannot take yet")
         argtypes += [ctypes.c_int64] * len(abi.shape_vars)
         self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(jit.address(self.name))
+        self.takes_addresses = not abi.shape_vars and all(isinstance(p, Buffer) for p in func.params)
 
     def get_source(self, fmt: str = "ll") -> str:
         """"ll": the optimised LLVM IR; "asm": host assembly; "rendered": the IR before -O3."""
@@ -254,6 +255,16 @@ class LLVMFunction:
                 np.copyto(original, contiguous)
         if status != STATUS_OK:
             raise self._error(status, originals, env)
+
+    def call_addresses(self, addresses: list) -> None:
+        """Run on the data addresses of arrays already known to fit the parameters, one per
+        parameter, with no checking at all: for callers such as the VirtualMachine that checked
+        one call with the same shapes through ``self(...)``. Only for a function that
+        ``takes_addresses`` (buffer parameters only, no symbolic shapes)."""
+        _state.num_cores, _state.error = self.num_cores, None
+        status = self._cfunc(*addresses)
+        if status != STATUS_OK:
+            raise self._error(status, [None] * len(addresses), {})
 
     def _shape_values(self, values, env) -> list:
         """Values of the trailing shape-variable arguments, from the bound arguments or solved

@@ -83,16 +83,22 @@ def _check_outputs_writeable(func, name: str, args) -> None:
                  and isinstance(a, (np.ndarray, NDArray)) and not _as_numpy(a).flags.writeable]
     if not read_only:
         return   # the common case: no need to look for the buffers the function writes
-    written = _WrittenBuffers()
-    written.visit(func.body)
+    written = written_buffers(func)
     for param in read_only:
-        if param in written.buffers:
+        if param in written:
             raise ValueError(f"{name}(): parameter {param.name} is written by the function but its "
                              "array is read-only; pass a writeable array (e.g. arr.copy())")
 
 
 def _as_numpy(arg) -> np.ndarray:
     return arg.numpy_view() if isinstance(arg, NDArray) else arg
+
+
+def written_buffers(func) -> set:
+    """The buffers ``func`` writes: those it stores to, or that a block declares written."""
+    written = _WrittenBuffers()
+    written.visit(func.body)
+    return written.buffers
 
 
 class _WrittenBuffers(StmtExprVisitor):

@@ -7,6 +7,8 @@ behind the reader's back by a later call.
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from ..tir import dtype as dt
@@ -14,14 +16,27 @@ from .device import Device, cpu
 
 
 class NDArray:
-    __slots__ = ("_array", "device")
+    __slots__ = ("_array", "device", "_address")
 
     def __init__(self, array, device: Device | None = None):
         """Wrap ``array``: a numpy array (shared, not copied), or storage ``device`` allocated."""
-        if isinstance(array, np.ndarray):
+        if isinstance(array, np.ndarray) and not array.flags.c_contiguous:
             array = np.require(array, requirements="C")   # keeps 0-d arrays 0-d
         self._array = array
         self.device = device or cpu()
+        self._address = None
+
+    @property
+    def address(self) -> int:
+        """The address of the first element in host memory, as compiled code takes it. An
+        NDArray keeps its storage for life, so the address is worked out once."""
+        if self._address is None:
+            array = self.numpy_view()
+            try:
+                self._address = ctypes.addressof(ctypes.c_char.from_buffer(array))
+            except (TypeError, ValueError):   # read-only or empty: the slower, general way
+                self._address = array.ctypes.data
+        return self._address
 
     @property
     def shape(self) -> tuple:

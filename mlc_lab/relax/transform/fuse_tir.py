@@ -1,5 +1,5 @@
-# FuseTIR: turn every "Primitive" relax function (made by FuseOps) into one PrimFunc and call it with
-# R.call_tir. Expects primitive functions whose bindings are R.call_tir calls on static or shape-var shapes.
+# FuseTIR: turn every "Primitive" relax function (made by FuseOps) into one PrimFunc, its elementwise
+# intermediates inlined, called with R.call_tir. Expects R.call_tir bindings on static or shape-var shapes.
 """``relax.transform.FuseTIR()``: make each fused group one kernel.
 
 The PrimFuncs a primitive function calls are concatenated in binding order inside one root
@@ -8,6 +8,17 @@ function's parameters, or the outputs of earlier calls), intermediate outputs be
 ``alloc_buffers`` of the root block, and the returned values become the output parameters.
 Loop variables, iterators and allocations are copied fresh for each call (a PrimFunc may be
 called twice); repeated block names get a suffix (``T_add``, ``T_add_1``).
+
+Then every intermediate that can be computed where it is used is inlined with the schedule
+primitives: ``compute_inline`` folds a producer that is one plain store (an elementwise,
+broadcast or injective op) into the blocks that read it, and ``reverse_compute_inline`` folds
+an elementwise consumer into such a producer. A primitive that refuses (a reduction such as a
+matmul cannot be folded into what reads it) leaves that intermediate in place; its legality
+checks are what keep the rewrite correct. So ``matmul -> add -> relu`` becomes the matmul and
+one block computing ``max(Y + b, 0)`` into the output, and an elementwise chain becomes one
+block that allocates nothing. A producer whose value is conditional (padding) is not inlined:
+a convolution reads each padded element many times, and would test the condition in its
+innermost loop (TVM's AutoInline keeps it too).
 
 Before::
 
@@ -24,10 +35,12 @@ from __future__ import annotations
 from ...ir.module import GlobalVar, IRModule
 from ...ir.transform import Pass, PassInfo
 from ...tir.buffer import Buffer, decl_buffer
-from ...tir.expr import IntImm, Var as TirVar
+from ...tir.expr import Call as TirCall, IntImm, Select, Var as TirVar
 from ...tir.function import PrimFunc
 from ...tir.functor import StmtExprMutator, StmtExprVisitor
-from ...tir.stmt import Block, BlockRealize, For, IterVar, seq
+from ...tir.schedule import Schedule, ScheduleError
+from ...tir.stmt import Block, BlockRealize, BufferStore, For, IterVar, seq
+from ...tir.stmt_functor import post_order_visit
 from ..expr import Call, Function, Tuple, TupleGetItem, Var
 from ..functor import ExprMutator, ExprVisitor
 from ..op.call import call_tir
@@ -134,7 +147,74 @@ def fuse_primitive(mod: IRModule, func: Function, name: str) -> PrimFunc:
     allocs = [b for b in allocs if all(b is not o for o in outputs)]
     root = Block("root", (), (), (), seq(*stmts), alloc_buffers=tuple(allocs))
     attrs = (("global_symbol", name), ("tir.noalias", True))
-    return PrimFunc(tuple(params + outputs), BlockRealize((), IntImm("bool", 1), root), attrs)
+    return inline_intermediates(PrimFunc(tuple(params + outputs),
+                                         BlockRealize((), IntImm("bool", 1), root), attrs))
+
+
+def inline_intermediates(func: PrimFunc) -> PrimFunc:
+    """``func`` with each intermediate (an ``alloc_buffer`` of the root block) that
+    ``compute_inline`` or ``reverse_compute_inline`` accepts folded away, until none is left."""
+    sch = Schedule(func)
+    while _inline_one(sch):
+        pass
+    return sch.mod["main"]
+
+
+def _inline_one(sch: Schedule) -> bool:
+    """Inline one block; False when no candidate is accepted. Candidates are screened first so
+    the primitives (whose refusals print the function) only see likely ones."""
+    root = sch.mod["main"].body.block
+    blocks = _TopBlocks.of(root)
+    intermediate = {id(b) for b in root.alloc_buffers}
+    writer = {id(b.body.buffer): b for b in blocks if _is_plain_store(b)}
+    for block in blocks:
+        if (_is_plain_store(block) and id(block.body.buffer) in intermediate
+                and not _is_conditional(block.body.value)):
+            if _accepted(sch.compute_inline, block):
+                return True
+        read = [writer.get(id(r.buffer)) for r in block.reads if id(r.buffer) in intermediate]
+        if _is_plain_store(block) and len(read) == 1 and read[0] is not None:
+            if _accepted(sch.reverse_compute_inline, block):
+                return True
+    return False
+
+
+def _is_plain_store(block: Block) -> bool:
+    """A complete block whose body is one store: what both inlining primitives start from."""
+    return (block.init is None and isinstance(block.body, BufferStore)
+            and all(iv.iter_type == "spatial" for iv in block.iter_vars))
+
+
+def _is_conditional(value) -> bool:
+    """Whether ``value`` selects between values (T.if_then_else or T.Select), as padding does."""
+    found = []
+    post_order_visit(value, lambda e: found.append(e) if isinstance(e, Select) or (
+        isinstance(e, TirCall) and e.op == "if_then_else") else None)
+    return bool(found)
+
+
+def _accepted(primitive, block: Block) -> bool:
+    try:
+        primitive(block.name_hint)
+    except ScheduleError:
+        return False
+    return True
+
+
+class _TopBlocks(StmtExprVisitor):
+    """The blocks directly under the root block (through loops), in program order."""
+
+    def __init__(self):
+        self.blocks = []
+
+    @classmethod
+    def of(cls, root: Block) -> list:
+        found = cls()
+        found.visit(root.body)
+        return found.blocks
+
+    def visit_Block(self, block: Block):
+        self.blocks.append(block)
 
 
 def _missing(name: str, arg):

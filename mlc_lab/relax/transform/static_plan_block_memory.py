@@ -2,91 +2,86 @@
 # storage of tensors whose last use has passed; the plan is the function attr "relax.memory_plan".
 """``relax.transform.StaticPlanBlockMemory()``: let short-lived tensors share memory.
 
-Walking a function's bindings in order, each ``R.call_tir`` output (one tensor of static shape)
-requests a storage: a free storage of the same dtype is reused (the smallest big enough, else the
-largest, which grows to fit), otherwise a new one is made. A tensor's storage is freed after the
-binding that uses it last (uses through ``lv1 = lv``, tuples and tuple items count), never
-during its own last use, so a kernel never writes the storage it reads. Tensors the function
-returns are not planned (they outlive the call).
+First the big intermediates kernels would allocate inside on every call become outputs of their
+calls (``kernel_workspace.py``), so the plan covers them too. Then, walking a function's
+bindings in order, each ``R.call_tir`` output of static shape (every output of a multi-output
+kernel on its own) requests a storage: a free storage of the same dtype is reused (the smallest
+big enough, else the largest, which grows to fit), otherwise a new one is made. A tensor's
+storage is freed after the binding that uses it last (``relax.lifetime``: uses through
+``lv1 = lv``, tuples and tuple items count), never during its own last use, so a kernel never
+writes the storage it reads. Tensors that escape (returned, or passed to a relax or extern
+function) are not planned: the VirtualMachine keeps planned storage from call to call.
+
+The plan never needs more memory than giving each tensor its own allocation, freed after its
+last use. A storage is in use from its first tensor's binding to its last tensor's last use,
+at its full size (``relax.lifetime.in_use``), so reusing a big storage for a small tensor, or
+across a gap, costs memory: a reuse that would raise the peak of bytes in use is refused, and the
+tensor gets a new storage instead.
 
 The plan, in the function attr ``"relax.memory_plan"``, is a tuple of entries
-``(var_name, storage_id, nbytes)``: the binding of ``var_name`` writes its output into storage
-``storage_id``; a storage's size is the largest ``nbytes`` among its entries. Bindings not
-listed (returned tensors, tuple outputs, symbolic shapes, repeated names) allocate as usual;
-a function with nothing to plan gets no attr.
+``(name, storage_id, nbytes)``: the binding of ``name`` (``lv``, or ``lv_tuple[1]`` for the
+second output of a call) writes that output into storage ``storage_id``; a storage's size is the
+largest ``nbytes`` among its entries. Outputs not listed (returned tensors, symbolic shapes,
+repeated names) are allocated as usual; a function with nothing to plan gets no attr.
 
-``memory_stats(mod)`` -> ``{"naive_bytes", "planned_bytes", "tensors", "storages"}``: bytes of
-all planned tensors allocated one by one, and of the storages the plan uses instead.
+``memory_stats(mod)`` -> ``{"naive_bytes", "planned_bytes", "tensors", "storages",
+"unplanned_peak_bytes", "planned_peak_bytes"}``: bytes of the planned tensors allocated one by
+one, and of the storages that replace them; the most bytes in use at once (every call output of
+static size counted) with one allocation per tensor, and with the plan.
 """
 from __future__ import annotations
 
 from ...ir.transform import Pass, PassInfo
-from ...tir import dtype as dt
-from ..expr import Function, Tuple, TupleGetItem, Var
-from ..struct_info import TensorStructInfo
-from .dead_code_elimination import used_vars
-from .fuse_ops import is_call_tir
+from ..expr import Function
+from ..lifetime import in_use, occupy, tensor_sites
+from .kernel_workspace import lift_kernel_workspaces
 
 PLAN_ATTR = "relax.memory_plan"
 
 
-def tensor_bytes(sinfo) -> int | None:
-    """The bytes of a tensor of static shape, else None."""
-    if not isinstance(sinfo, TensorStructInfo) or sinfo.static_shape is None:
-        return None
-    count = 1
-    for d in sinfo.static_shape:
-        count *= d
-    return count * dt.lanes(sinfo.dtype) * dt.to_numpy(sinfo.dtype).itemsize
-
-
 def plan_function(func: Function) -> list:
-    """The plan entries ``(var_name, storage_id, nbytes)`` for ``func``."""
-    bindings = [b for block in func.body.blocks for b in block.bindings]
-    names = [b.var.name_hint for b in bindings]
-    tensors = {}  # var -> (nbytes, dtype)
-    for b in bindings:
-        nbytes = tensor_bytes(b.value.struct_info) if is_call_tir(b.value) else None
-        if nbytes is not None and names.count(b.var.name_hint) == 1:
-            tensors[b.var] = (nbytes, b.value.struct_info.dtype)
-    # aliases: a binding that only renames or packs planned tensors keeps them alive
-    holders = {v: {v} for v in tensors}
-    last_use = {v: i for i, b in enumerate(bindings) for v in [b.var] if v in tensors}
-    for i, b in enumerate(bindings):
-        for used in used_vars(b.value):
-            for t, hold in holders.items():
-                if used in hold:
-                    last_use[t] = i
-                    if isinstance(b.value, (Var, Tuple, TupleGetItem)):
-                        hold.add(b.var)
-    escaping = {t for t, hold in holders.items() if used_vars(func.body.body) & hold}
-    free: list = []   # [storage_id, size, dtype]
-    sizes: list = []
-    plan, releases = [], {}
-    for i, b in enumerate(bindings):
-        if b.var in tensors and b.var not in escaping:
-            nbytes, dtype = tensors[b.var]
-            sid = _request(free, sizes, nbytes, dtype)
-            plan.append((b.var.name_hint, sid, nbytes))
-            releases.setdefault(last_use[b.var], []).append((sid, dtype))
-        for sid, dtype in releases.pop(i, []):
-            free.append((sid, dtype))
-    return plan
+    """The plan entries ``(name, storage_id, nbytes)`` for ``func``."""
+    sites = tensor_sites(func)
+    names = [s.name for s in sites]
+    plannable = [s for s in sites if s.kind == "relax.call_tir" and s.nbytes is not None
+                 and s.last_use is not None and names.count(s.name) == 1]
+    curve = in_use(sites)   # bytes in use at each binding, kept up to date with the plan
+    peak = max(curve, default=0)
+    storages, storage_of, free, dying = [], {}, [], {}   # storages: [first, last, bytes, dtype]
+    for index in range(len(curve)):
+        for site in (s for s in plannable if s.binding == index):
+            sid = _reuse(storages, free, site, curve, peak)
+            if sid is None:
+                storages.append([site.binding, site.last_use, site.nbytes, site.sinfo.dtype])
+                sid = len(storages) - 1
+            storage_of[site] = sid
+            dying.setdefault(site.last_use, []).append(sid)
+        free.extend(dying.pop(index, []))
+    return [(s.name, storage_of[s], s.nbytes) for s in plannable]
 
 
-def _request(free: list, sizes: list, nbytes: int, dtype: str) -> int:
-    same = [(sid, d) for sid, d in free if d == dtype]
-    fits = [s for s in same if sizes[s[0]] >= nbytes]
-    if fits:
-        choice = min(fits, key=lambda s: sizes[s[0]])
-    elif same:
-        choice = max(same, key=lambda s: sizes[s[0]])
-    else:
-        sizes.append(nbytes)
-        return len(sizes) - 1
-    free.remove(choice)
-    sizes[choice[0]] = max(sizes[choice[0]], nbytes)
-    return choice[0]
+def _reuse(storages: list, free: list, site, curve: list, peak: int):
+    """A free storage of the site's dtype it can take without raising the peak of ``curve``
+    (then ``curve`` and the storage are updated), trying the smallest that fits first, then the
+    largest; None when there is none."""
+    same = [sid for sid in free if storages[sid][3] == site.sinfo.dtype]
+    fits = sorted((sid for sid in same if storages[sid][2] >= site.nbytes),
+                  key=lambda sid: storages[sid][2])
+    grows = sorted((sid for sid in same if storages[sid][2] < site.nbytes),
+                   key=lambda sid: -storages[sid][2])
+    for sid in fits + grows:
+        first, last, size, _ = storages[sid]
+        grown = max(size, site.nbytes)
+        trial = curve[:]
+        occupy(trial, first, last, -size)
+        occupy(trial, site.binding, site.last_use, -site.nbytes)
+        occupy(trial, first, site.last_use, grown)
+        if max(trial) <= peak:
+            curve[:] = trial
+            storages[sid][1:3] = [site.last_use, grown]
+            free.remove(sid)
+            return sid
+    return None
 
 
 def storage_sizes(plan) -> dict:
@@ -104,18 +99,25 @@ def _planned_functions(mod):
 
 def memory_stats(mod) -> dict:
     """Bytes the planned tensors of ``mod`` take one allocation each (``naive_bytes``) and in the
-    storages of the plan (``planned_bytes``), with the counts of tensors and storages. Uses the
-    plan attached by StaticPlanBlockMemory, or plans on the fly."""
-    naive = planned = tensors = storages = 0
+    storages of the plan (``planned_bytes``), the counts of tensors and storages, and the peaks
+    of bytes in use without and with the plan. Uses the plan attached by StaticPlanBlockMemory,
+    or plans on the fly."""
+    stats = dict.fromkeys(("naive_bytes", "planned_bytes", "tensors", "storages",
+                           "unplanned_peak_bytes", "planned_peak_bytes"), 0)
     for _, func in _planned_functions(mod):
         plan = func.attrs.get(PLAN_ATTR)
         plan = plan_function(func) if plan is None else plan
         sizes = storage_sizes(plan)
-        naive += sum(nbytes for _, _, nbytes in plan)
-        planned += sum(sizes.values())
-        tensors += len(plan)
-        storages += len(sizes)
-    return {"naive_bytes": naive, "planned_bytes": planned, "tensors": tensors, "storages": storages}
+        sites = tensor_sites(func)
+        by_name = {s.name: s for s in sites}
+        storage_of = {by_name[name]: sid for name, sid, _ in plan if name in by_name}
+        stats["naive_bytes"] += sum(nbytes for _, _, nbytes in plan)
+        stats["planned_bytes"] += sum(sizes.values())
+        stats["tensors"] += len(plan)
+        stats["storages"] += len(sizes)
+        stats["unplanned_peak_bytes"] += max(in_use(sites), default=0)
+        stats["planned_peak_bytes"] += max(in_use(sites, storage_of, sizes), default=0)
+    return stats
 
 
 class StaticPlanBlockMemory(Pass):
@@ -123,6 +125,7 @@ class StaticPlanBlockMemory(Pass):
         self.info = PassInfo(0, "StaticPlanBlockMemory")
 
     def transform_module(self, mod, ctx):
+        mod = lift_kernel_workspaces(mod)
         out = type(mod)(mod.functions, mod.attrs)
         for gv, func in _planned_functions(mod):
             plan = tuple(plan_function(func))
