@@ -124,6 +124,11 @@ def test_tune_relax_records_every_task(tuned_db):
         records = tuned_db.records(task.mod, TARGET)
         assert len(records) == 4 and all(r.task_name == task.task_name for r in records)
         assert tuned_db.best(task.mod, TARGET) is not None
+        # the first trial is the kernel's default schedule, the starting point of the search
+        default = relax.transform.DefaultSchedule(TARGET)(mlc_lab.IRModule({"main": task.mod["main"]}))
+        assert records[0].search == "default schedule" and records[0].error is None
+        replayed = records[0].as_schedule(task.mod).mod["main"]
+        assert structural_equal(replayed.body, default["main"].body)
     assert len(tuned_db) == 12
 
 
@@ -134,7 +139,7 @@ def test_apply_database_schedules_every_kernel_and_builds(tuned_db, tmp_path):
     for name in KERNELS:
         before, after = fused[name], tuned[name]
         assert not structural_equal(before, after)
-        assert after.attr_dict == {**before.attr_dict, "op_pattern": 8}
+        assert after.attr_dict == {**before.attr_dict, "op_pattern": 8, "tir.is_scheduled": True}
         assert after.script().count("for ") > before.script().count("for ")   # loops were split
     assert structural_equal(tuned["main"], fused["main"])
     x = np.random.default_rng(0).random((4, 64), dtype="float32")

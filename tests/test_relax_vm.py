@@ -69,12 +69,14 @@ def test_mlp_matches_numpy(target):
 
 
 def test_executable_exposes_module_library_and_stats():
-    ex = relax.build(build_mlp(), target="llvm")
+    ex = relax.build(build_mlp(), target="llvm")   # the default pipeline fuses linear0 and relu0
     assert isinstance(ex.mod, mlc_lab.IRModule) and "main" in ex.mod
-    assert sorted(ex.lib.function_names) == ["linear0", "linear1", "relu0"]
+    assert sorted(ex.lib.function_names) == ["fused_linear0_relu0", "linear1"]
     assert ex.lib.target == "llvm" and ex.function_names == ["main"]
     text = ex.stats()
-    assert "main(x, w0, b0, w1, b1): 3 call_tir" in text and "3 PrimFunc(s)" in text
+    assert "main(x, w0, b0, w1, b1): 2 call_tir" in text and "2 PrimFunc(s)" in text
+    unfused = relax.build(build_mlp(), target="llvm", opt_level=0)
+    assert sorted(unfused.lib.function_names) == ["linear0", "linear1", "relu0"]
 
 
 def test_numpy_arguments_and_bound_params():
@@ -178,7 +180,8 @@ def test_symbolic_batch_runs_with_two_batch_sizes(target):
         out = vm["main"](x, p["w0"], p["b0"], p["w1"], p["b1"])
         assert out.shape == (batch, 10)
         np.testing.assert_allclose(out.numpy(), mlp_numpy(x, p), rtol=1e-4, atol=1e-5)
-        assert vm.memory_stats()["bytes_allocated"] == batch * (128 + 128 + 10) * 4
+        # fused into one kernel, linear0 and relu0 leave one intermediate of (batch, 128)
+        assert vm.memory_stats()["bytes_allocated"] == batch * (128 + 10) * 4
 
 
 def test_tuple_output_and_call_of_another_relax_function():
@@ -351,7 +354,7 @@ def test_optimizing_pipeline_fuses_and_plans_memory(target):
 
 # -- memory statistics and timing --------------------------------------------------------------
 def test_memory_stats_without_plan():
-    vm = relax.VirtualMachine(relax.build(build_mlp(batch=4), "python"), mlc_lab.cpu())
+    vm = relax.VirtualMachine(relax.build(build_mlp(batch=4), "python", opt_level=0), mlc_lab.cpu())
     with pytest.raises(RuntimeError, match="no function has been called"):
         vm.memory_stats()
     p = mlp_weights()
@@ -369,11 +372,11 @@ def with_memory_plan(mod, plan):
 
 
 def test_memory_plan_shares_storage():
-    ex = relax.build(build_mlp(batch=4), "python")
+    ex = relax.build(build_mlp(batch=4), "python", opt_level=0)
     main = ex.mod["main"]
     names = [b.var.name_hint for b in main.body.blocks[0].bindings]
     planned = with_memory_plan(ex.mod, [(names[0], 0, 4 * 128 * 4), (names[1], 1, 4 * 128 * 4)])
-    vm = relax.VirtualMachine(relax.build(planned, "python"), mlc_lab.cpu())
+    vm = relax.VirtualMachine(relax.build(planned, "python", opt_level=0), mlc_lab.cpu())
     p = mlp_weights()
     x = np.random.default_rng(5).random((4, 784), dtype="float32")
     np.testing.assert_allclose(vm["main"](x, *p.values()).numpy(), mlp_numpy(x, p),
@@ -382,14 +385,15 @@ def test_memory_plan_shares_storage():
     assert stats["memory_plan"] is True and stats["planned_bytes"] == 2 * 4 * 128 * 4
     assert stats["bytes_allocated"] == stats["planned_bytes"] + 4 * 10 * 4
     assert stats["plan_fallbacks"] == 0
-    assert "memory plan: 2 tensor(s) in 2 storage(s)" in relax.build(planned, "python").stats()
+    assert "memory plan: 2 tensor(s) in 2 storage(s)" in relax.build(planned, "python",
+                                                                   opt_level=0).stats()
 
 
 def test_memory_plan_that_would_overwrite_a_live_tensor_falls_back():
-    ex = relax.build(build_mlp(batch=2), "python")
+    ex = relax.build(build_mlp(batch=2), "python", opt_level=0)
     names = [b.var.name_hint for b in ex.mod["main"].body.blocks[0].bindings]
     bad = with_memory_plan(ex.mod, [(names[0], 0, 2 * 128 * 4), (names[1], 0, 2 * 128 * 4)])
-    vm = relax.VirtualMachine(relax.build(bad, "python"), mlc_lab.cpu())
+    vm = relax.VirtualMachine(relax.build(bad, "python", opt_level=0), mlc_lab.cpu())
     p = mlp_weights()
     x = np.random.default_rng(6).random((2, 784), dtype="float32")
     np.testing.assert_allclose(vm["main"](x, *p.values()).numpy(), mlp_numpy(x, p),
@@ -398,23 +402,26 @@ def test_memory_plan_that_would_overwrite_a_live_tensor_falls_back():
 
 
 def test_memory_plan_as_a_dict():
-    ex = relax.build(build_mlp(batch=1), "python")
+    ex = relax.build(build_mlp(batch=1), "python", opt_level=0)
     names = [b.var.name_hint for b in ex.mod["main"].body.blocks[0].bindings]
     planned = with_memory_plan(ex.mod, {names[0]: (0, 512), names[1]: (1, 512), names[2]: (0, 40)})
-    vm = relax.VirtualMachine(relax.build(planned, "python"), mlc_lab.cpu())
+    vm = relax.VirtualMachine(relax.build(planned, "python", opt_level=0), mlc_lab.cpu())
     p = mlp_weights()
     x = np.random.default_rng(7).random((1, 784), dtype="float32")
     np.testing.assert_allclose(vm["main"](x, *p.values()).numpy(), mlp_numpy(x, p),
                                rtol=1e-4, atol=1e-5)
     stats = vm.memory_stats()
-    assert stats["bytes_allocated"] == stats["planned_bytes"] == 1024
+    # the returned tensor outlives the call, so it may not live in storage 0, which the VM
+    # keeps for the next call: it falls back to an allocation of its own
+    assert stats["planned_bytes"] == 1024 and stats["bytes_allocated"] == 1024 + 40
+    assert stats["plan_fallbacks"] == 1
     assert stats["unplanned_bytes"] == (128 + 128 + 10) * 4 and stats["peak_bytes"] == 1024
 
 
 def test_malformed_memory_plan_is_ignored():
-    ex = relax.build(build_mlp(batch=2), "python")
-    vm = relax.VirtualMachine(relax.build(with_memory_plan(ex.mod, {"storage": 3}), "python"),
-                              mlc_lab.cpu())
+    ex = relax.build(build_mlp(batch=2), "python", opt_level=0)
+    vm = relax.VirtualMachine(relax.build(with_memory_plan(ex.mod, {"storage": 3}), "python",
+                                          opt_level=0), mlc_lab.cpu())
     vm["main"](np.zeros((2, 784), "float32"), *mlp_weights().values())
     assert vm.memory_stats()["memory_plan"] is False
 

@@ -137,7 +137,9 @@ def tune_relax(mod: IRModule, params: dict | None, target, work_dir: str | None 
     most ``num_trials_per_iter`` trials a turn, each turn a ``tune_tir`` call on the task, so
     every kernel has a schedule early and a stopped run leaves all of them tuned a little. One
     cost model learns from every task's measurements (it normalises them per task); a task
-    whose space runs out of unmeasured schedules stops there. At the end each task's best few
+    whose space runs out of unmeasured schedules stops there. Each task's first trial is its
+    default schedule (``relax.transform.DefaultSchedule``'s), the starting point the search
+    improves on. At the end each task's best few
     schedules are measured again (``tune.retime_best``), which decides its best record. Other parameters are tune_tir's (``runner``: one LocalRunner for all
     tasks, made and closed here when None; ``database``: one to add to instead of work_dir's);
     each task's seeds are drawn from ``seed`` and its index, so a seed makes the whole run as
@@ -163,7 +165,8 @@ def tune_relax(mod: IRModule, params: dict | None, target, work_dir: str | None 
                 before = len(database.records(task.mod, target))
                 tune_tir(task.mod, target, turn, turn, space, task_name=task.task_name,
                          seed=next(seeds[k]), strategy=strategy, cost_model=model,
-                         runner=runner, database=database, quiet=True, retime=False)
+                         runner=runner, database=database, quiet=True, retime=False,
+                         baseline=True)
                 done = len(database.records(task.mod, target)) - before
                 left[k] -= done
                 if done < turn:   # the space has no unmeasured schedule left

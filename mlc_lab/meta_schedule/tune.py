@@ -24,7 +24,7 @@ from .flop_counter import estimate_flops
 from .runner import LocalRunner, Workload
 from .progress import TuningProgress
 from .search_strategy import RandomSearch, TuneContext, create_strategy
-from .space_generator import create_space
+from .space_generator import Candidate, create_space
 
 logger = logging.getLogger("mlc_lab.meta_schedule")
 
@@ -33,6 +33,8 @@ logger = logging.getLogger("mlc_lab.meta_schedule")
 COST_MODEL_FILE = "cost_model.json"
 # How many of the best schedules are measured again at the end of tuning.
 RETIMED_TOP_K = 3
+# The search label of the default schedule measured first with ``baseline=True``.
+DEFAULT_SEARCH = "default schedule"
 
 
 def as_module(mod) -> IRModule:
@@ -56,7 +58,7 @@ def tune_tir(mod, target, max_trials_global: int | None = None, num_trials_per_i
              space=None, work_dir: str | None = None, task_name: str = "main",
              seed: int | None = None, strategy="evolutionary", cost_model="gbdt", runner=None,
              database=None, quiet: bool = False, live: bool | None = None,
-             config: TuneConfig | None = None, retime: bool = True):
+             config: TuneConfig | None = None, retime: bool = True, baseline: bool = False):
     """Tune the PrimFunc of ``mod`` for ``target`` with up to ``max_trials_global`` measurements,
     ``num_trials_per_iter`` at a time, and return the database holding them.
 
@@ -73,7 +75,9 @@ def tune_tir(mod, target, max_trials_global: int | None = None, num_trials_per_i
     (a LocalRunner: repeats, timeout); database (a JSONDatabase to add to, instead of opening
     work_dir's); quiet (no progress bar, no curve); live (the tuning curve redrawn
     after every batch; by default when running in Jupyter); retime (False: leave out the final
-    re-timing, for a caller that tunes the workload again and re-times once at its end).
+    re-timing, for a caller that tunes the workload again and re-times once at its end);
+    baseline (measure the kernel's default schedule, ``relax.transform.DefaultSchedule``'s, as
+    the first trial, so tuning starts from it and its best is never the slower; tune_relax does).
 
     Tuning stops early when the space yields no schedule that was not measured already. It ends
     by measuring the best few schedules again, alone (``retime_best``); ``database.best``
@@ -112,17 +116,14 @@ def tune_tir(mod, target, max_trials_global: int | None = None, num_trials_per_i
     trials = 0
     try:
         runner.prepare(workload)   # the worker computes the expected outputs while search starts
-        while trials < max_trials_global:
-            batch = strategy.generate(ctx, min(num_trials_per_iter, max_trials_global - trials))
-            if not batch:
-                logger.info("%s: the space has no unmeasured schedule left after %d trials",
-                            task_name, trials)
-                break
+
+        def measure(batch: list, label: str) -> None:
+            nonlocal trials
             results = runner.run(target, [c.sch.mod for c in batch], workload)
             for candidate, result in zip(batch, results):
                 record = TuningRecord(candidate.sch.trace.as_json(), str(target), result.run_secs,
                                       result.error, len(candidate.design), task_name, flops,
-                                      search)
+                                      label)
                 database.commit_record(mod, record)
                 ctx.measured.add(structural_hash(candidate.sch.mod))
                 if result.error:
@@ -131,6 +132,17 @@ def tune_tir(mod, target, max_trials_global: int | None = None, num_trials_per_i
                 trials += 1
             strategy.notify(ctx, batch, results)
             progress.update(len(batch), database.best(mod, target), database.records(mod, target))
+
+        start = _default_candidate(mod, target) if baseline else None
+        if start is not None and structural_hash(start.sch.mod) not in ctx.measured:
+            measure([start], DEFAULT_SEARCH)
+        while trials < max_trials_global:
+            batch = strategy.generate(ctx, min(num_trials_per_iter, max_trials_global - trials))
+            if not batch:
+                logger.info("%s: the space has no unmeasured schedule left after %d trials",
+                            task_name, trials)
+                break
+            measure(batch, search)
         if trials and retime:
             retime_best(runner, database, mod, target, task_name)
         if isinstance(model, LearnedModel):
@@ -153,6 +165,21 @@ def _measured(database, mod, target) -> set:
         except (ScheduleError, TraceError, VerifyError) as err:  # a stale trace no longer replays: measure anew
             logger.info("record not replayed: %s", err)
     return measured
+
+
+def _default_candidate(mod, target) -> Candidate | None:
+    """The default schedule of a kernel named "main" (as tune_relax's tasks are) as a
+    candidate, or None where the rules do not apply."""
+    from ..relax.transform.default_schedule import default_schedule, vector_machine
+    machine = vector_machine(target)
+    if machine is None or "main" not in [gv.name_hint for gv in mod.functions]:
+        return None
+    try:
+        _, sch = default_schedule(mod["main"], *machine)
+    except Exception as err:   # Unschedulable or a refusing primitive: no starting point
+        logger.info("no default schedule to start from: %s", err)
+        return None
+    return Candidate(sch, sch.trace.as_json())
 
 
 def retime_best(runner, database, mod, target, task_name: str = "main") -> None:

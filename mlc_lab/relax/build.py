@@ -1,13 +1,14 @@
 """``relax.build``: compile a graph-level module into an Executable for the VirtualMachine.
 
-    ex = relax.build(mod, target="llvm")       # LegalizeOps, then every PrimFunc compiled at once
+    ex = relax.build(mod, target="llvm")       # the default pipeline, then every PrimFunc compiled
     vm = relax.VirtualMachine(ex, mlc_lab.cpu())
     out = vm["main"](x, w0, b0, w1, b1)
 
-The pipeline is ``relax.transform.LegalizeOps()`` by default; with ``opt_level >= 1`` it is
-``relax.transform.default_pipeline()`` (legalization, fusion, static memory planning).
-``pipeline=`` replaces it with any callable from IRModule to IRModule (a pass, a Sequential, or
-a list of them).
+The pipeline is ``relax.transform.default_pipeline(target)`` by default (``opt_level=1``):
+legalization, fusion, default schedules for the kernels (``DefaultSchedule``) and static memory
+planning. ``opt_level=0`` runs ``relax.transform.LegalizeOps()`` alone: one unscheduled kernel
+per op, as legalization writes it, for teaching. ``pipeline=`` replaces either with any callable
+from IRModule to IRModule (a pass, a Sequential, or a list of them).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from .functor import ExprVisitor
 from .vm import RUNNABLE_OPS, Executable
 
 
-def build(mod, target="llvm", params: Optional[dict] = None, opt_level: int = 0,
+def build(mod, target="llvm", params: Optional[dict] = None, opt_level: int = 1,
           pipeline=None) -> Executable:
     """Compile ``mod`` (an IRModule, or a lone relax Function taken as "main") for ``target``.
 
@@ -40,7 +41,7 @@ def build(mod, target="llvm", params: Optional[dict] = None, opt_level: int = 0,
                         f"{type(mod).__name__}")
     if params:
         mod = _bind_params(mod, "main", params)
-    passes = _default_passes(opt_level) if pipeline is None else pipeline
+    passes = _default_passes(opt_level, target) if pipeline is None else pipeline
     legalized = pipeline is None and bool(passes)
     for pass_ in (passes if isinstance(passes, (list, tuple)) else [passes]):
         mod = pass_(mod)
@@ -66,14 +67,14 @@ def _transform_package():
         return None
 
 
-def _default_passes(opt_level: int) -> list:
+def _default_passes(opt_level: int, target: Target) -> list:
     if not isinstance(opt_level, int) or opt_level < 0:
         raise ValueError(f"relax.build: opt_level must be an int >= 0, got {opt_level!r}")
     transform = _transform_package()
     if transform is None:
         return []
     if opt_level >= 1 and hasattr(transform, "default_pipeline"):
-        return [transform.default_pipeline()]
+        return [transform.default_pipeline(target)]
     return [transform.LegalizeOps()]
 
 

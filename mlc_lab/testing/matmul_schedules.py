@@ -20,12 +20,10 @@ from dataclasses import dataclass
 
 from .. import te, tir
 from ..ir import IRModule
+from ..relax.transform.default_schedule_rules import MIN_PARALLEL_FLOPS
 from ..tir.function import PrimFunc
 
 VECTOR_LANES = 16  # float32 lanes in one AVX-512 register
-# Below this much work (n < 300) a matmul takes less time on one core than handing a loop to the
-# thread pool costs (~0.1 ms), so best_schedule keeps it on one core.
-MIN_PARALLEL_FLOPS = 5e7
 
 
 def matmul(n: int, dtype: str = "float32") -> PrimFunc:

@@ -6,6 +6,7 @@ from .annotate_tir_op_pattern import OP_PATTERN, AnnotateTIROpPattern, analyze_o
 from .bind_params import BindParams
 from .canonicalize_bindings import CanonicalizeBindings
 from .dead_code_elimination import DeadCodeElimination
+from .default_schedule import DefaultSchedule, default_schedule_report
 from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR, FuseTIRError
@@ -15,7 +16,7 @@ from .pipeline import PASSES, default_pipeline
 from .static_plan_block_memory import PLAN_ATTR, StaticPlanBlockMemory, memory_stats
 
 __all__ = ["OP_PATTERN", "PASSES", "PLAN_ATTR", "AnnotateTIROpPattern", "BindParams",
-           "CanonicalizeBindings", "DeadCodeElimination", "FoldConstant", "FuseOps", "FuseTIR",
-           "FuseTIRError", "LegalizeError", "LegalizeOps", "MetaScheduleApplyDatabase",
-           "StaticPlanBlockMemory",
-           "analyze_op_pattern", "default_pipeline", "memory_stats"]
+           "CanonicalizeBindings", "DeadCodeElimination", "DefaultSchedule", "FoldConstant",
+           "FuseOps", "FuseTIR", "FuseTIRError", "LegalizeError", "LegalizeOps",
+           "MetaScheduleApplyDatabase", "StaticPlanBlockMemory", "analyze_op_pattern",
+           "default_pipeline", "default_schedule_report", "memory_stats"]

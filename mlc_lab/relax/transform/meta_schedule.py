@@ -89,5 +89,5 @@ class MetaScheduleApplyDatabase(Pass):
         scheduled = best.as_schedule(workload).mod["main"]
         attrs = {**func.attr_dict,
                  **{key: value for key, value in scheduled.attrs if key != "global_symbol"},
-                 "op_pattern": OPAQUE}
+                 "op_pattern": OPAQUE, "tir.is_scheduled": True}
         return scheduled.replace(attrs=tuple(sorted(attrs.items())))

@@ -1,0 +1,173 @@
+# DefaultSchedule: schedule every PrimFunc by deterministic rules chosen from its block structure,
+# so a model compiles fast without tuning. Expects kernels as LegalizeOps / FuseTIR write them.
+"""``relax.transform.DefaultSchedule(target)``: fast kernels without tuning.
+
+Each kernel gets the rule of its most demanding block (``default_schedule_rules``):
+
+    a reduction with data reuse      "matmul" / "conv"   register tile, packed operand,
+                                                         vector columns, fused epilogue
+    a reduction without reuse        "reduction"         vector outputs or rfactor
+    only spatial blocks              "elementwise"       vector inner loop
+
+First every spatial intermediate with one spatial consumer is inlined into it (a bias add into
+its ReLU); the loops are parallel only when the target has several cores and the kernel at least
+``MIN_PARALLEL_FLOPS`` of work. The rule's name is stored in the kernel's "default_schedule"
+attribute; ``default_schedule_report(mod)`` lists them.
+
+A kernel a rule cannot handle (a symbolic shape, an index read from memory, loops already
+transformed, a primitive refusing) is left exactly as it was, still correct, with
+"unscheduled: <reason>". Kernels marked "tir.is_scheduled" (tuned ones, from
+MetaScheduleApplyDatabase) or already carrying "default_schedule" are not touched. Targets
+without CPU vector units (the "python" interpreter) leave the module unchanged.
+
+Before: ``fused_matmul_add_relu`` of a 784-256 layer at batch 64 as FuseTIR writes it, a
+``T_matmul`` loop nest (64 x 256 x 784) into ``lv1``, then the bias add and ReLU. After (the
+block bodies left out; ``lv1_local`` shrinks to the 8 x 32 tile when lowered)::
+
+    T.func_attr({"default_schedule": "matmul", "global_symbol": "fused_matmul_add_relu", ...})
+    lv1_local = T.alloc_buffer((T.int64(64), T.int64(256)), scope="local")
+    for ax1_0_ax0_0_fused in range(T.int64(64)):                  # 8 x 32 tiles
+        for ax0_1_init in T.unroll(T.int64(8)):
+            for ax1_1_0_init in T.unroll(T.int64(2)):
+                for ax1_1_1_init in T.vectorized(T.int64(16)):
+                    with T.block("T_matmul_init"): ...
+        for k_0 in range(T.int64(196)):
+            for k_1 in T.unroll(T.int64(4)):
+                for ax0_1 in T.unroll(T.int64(8)):
+                    for ax1_1_0 in T.unroll(T.int64(2)):
+                        for ax1_1_1 in T.vectorized(T.int64(16)):
+                            with T.block("T_matmul_update"): ...   # into lv1_local
+        for ax0 in T.unroll(T.int64(8)):
+            for ax1_0 in T.unroll(T.int64(2)):
+                for ax1_1 in T.vectorized(T.int64(16)):
+                    with T.block("T_relu"): ...   # max(lv1_local + bias, 0) into the output
+"""
+from __future__ import annotations
+
+import os
+
+from ...ir.module import IRModule
+from ...ir.transform import Pass, PassInfo
+from ...target import Target, get_backend
+from ...tir.function import PrimFunc
+from ...tir.schedule import Schedule, ScheduleError
+from ...tir.stmt_functor import post_order_visit
+from ...tir import dtype, stmt as S
+from .default_schedule_rules import (MIN_PARALLEL_FLOPS, Unschedulable, inline_elementwise,
+                                     reduce, tile_reduction, vectorize_spatial)
+
+ATTR = "default_schedule"
+
+
+class DefaultSchedule(Pass):
+    """``target``: what the kernels are compiled for (default: "llvm", the host CPU); its vector
+    width comes from the backend's capabilities, its core count from "-num-cores"."""
+
+    def __init__(self, target=None):
+        self.target = Target("llvm" if target is None else target)
+        self.info = PassInfo(0, "DefaultSchedule")
+
+    def transform_module(self, mod, ctx):
+        machine = vector_machine(self.target)
+        if machine is None:
+            return mod
+        out = IRModule(mod.functions, mod.attrs)
+        for gv, func in mod.functions.items():
+            if isinstance(func, PrimFunc) and ATTR not in func.attr_dict \
+                    and not func.attr_dict.get("tir.is_scheduled"):
+                out[gv] = schedule_kernel(func, *machine)
+        return out
+
+
+def vector_machine(target) -> tuple[int, int] | None:
+    """(32-bit vector lanes, cores) of ``target``, or None for a target without CPU vector
+    units (the "python" interpreter), which the rules leave alone."""
+    target = Target(target)
+    capabilities = get_backend(target.kind.name).capabilities
+    if capabilities.device_type != "cpu" or not capabilities.vector_lanes:
+        return None
+    return max(capabilities.vector_lanes), target.attrs.get("num-cores") or os.cpu_count() or 1
+
+
+def schedule_kernel(func: PrimFunc, lanes: int = 16, cores: int = 1) -> PrimFunc:
+    """``func`` scheduled by its rule, with the rule's name in "default_schedule"; or ``func``
+    unchanged with "unscheduled: <reason>" there."""
+    try:
+        rule, sch = default_schedule(func, lanes, cores)
+    except (ScheduleError, Unschedulable) as err:
+        return func.with_attr(ATTR, "unscheduled: " + str(err).splitlines()[0])
+    return sch.mod["main"].with_attr(ATTR, rule)
+
+
+def default_schedule(func: PrimFunc, lanes: int = 16, cores: int = 1) -> tuple[str, Schedule]:
+    """The rule's name and the ``tir.Schedule`` of ``func`` (as "main") it made, whose trace
+    replays the default schedule (the tuner measures it as the starting point of a model's
+    kernel). Raises Unschedulable or ScheduleError where no rule applies."""
+    from ...meta_schedule.flop_counter import estimate_flops   # meta_schedule sits above relax
+    from ...meta_schedule.postproc import (RewriteParallelVectorizeUnroll, RewriteReductionBlock,
+                                           VerifyModule)
+    sch = Schedule(func, debug_mask=0)
+    _check_unscheduled(func)
+    parallel = cores > 1 and estimate_flops(func) >= MIN_PARALLEL_FLOPS
+    rule = _apply_rules(sch, _lanes(func, lanes), parallel)
+    RewriteParallelVectorizeUnroll().apply(sch)
+    RewriteReductionBlock().apply(sch)
+    if not VerifyModule().apply(sch):
+        raise Unschedulable("the scheduled kernel fails tir.verify")
+    return rule, sch
+
+
+def _apply_rules(sch, lanes: int, parallel: bool) -> str:
+    """Inline, then give each block the rule of its kind, the most demanding kinds first. The
+    kernel's rule is that of the first block scheduled; when none is, the first reason."""
+    from ...meta_schedule.postproc import blocks
+    from ...meta_schedule.schedule_rule import has_data_reuse, is_reduction
+    inline_elementwise(sch)
+    found = blocks(sch, "main")
+    reuse = [b for b in found if is_reduction(b) and has_data_reuse(b)]
+    if len(reuse) > 1:
+        raise Unschedulable(f"{len(reuse)} reductions with data reuse in one kernel")
+    groups = [(tile_reduction, reuse),
+              (reduce, [b for b in found if is_reduction(b) and not has_data_reuse(b)]),
+              (vectorize_spatial, None)]
+    rules, reasons = [], []
+    for rule, group in groups:
+        if group is None:   # what is still at the root after the rules above moved blocks
+            group = [b for b in blocks(sch, "main") if not b.init and not b.annotations
+                     and all(iv.iter_type == "spatial" for iv in b.iter_vars)]
+        for block in group:
+            try:
+                rules.append(rule(sch, sch.get_block(block.name_hint, "main"), lanes, parallel))
+            except Unschedulable as err:
+                reasons.append(str(err))
+    if not rules:
+        raise Unschedulable(reasons[0] if reasons else "the kernel has no blocks")
+    return rules[0]
+
+
+def _lanes(func: PrimFunc, lanes: int) -> int:
+    """Vector lanes for the kernel's widest data type (``lanes`` are 32-bit lanes)."""
+    bits = max((dtype.bits(b.dtype) for b in func.buffer_params), default=32)
+    return max(2, min(lanes, lanes * 32 // bits))
+
+
+def _check_unscheduled(func: PrimFunc) -> None:
+    """A kernel scheduled by hand (a parallel, vectorized, unrolled or bound loop) is kept."""
+    found = []
+    post_order_visit(func.body, lambda node: found.append(node)
+                     if isinstance(node, S.For) and node.kind != "serial" else None)
+    if found:
+        raise Unschedulable(f"loop {found[0].loop_var.name} is already {found[0].kind}")
+
+
+def default_schedule_report(mod: IRModule) -> dict[str, str]:
+    """{kernel name: the rule DefaultSchedule gave it}, sorted by name: "matmul", "conv",
+    "reduction", "elementwise", "unscheduled: <reason>", "already scheduled" (tuned), or "not
+    scheduled" where DefaultSchedule did not run (opt_level=0, the python target)."""
+    report = {}
+    for gv, func in sorted(mod.functions.items(), key=lambda item: item[0].name_hint):
+        if isinstance(func, PrimFunc):
+            attrs = func.attr_dict
+            report[gv.name_hint] = attrs.get(ATTR) or (
+                "already scheduled" if attrs.get("tir.is_scheduled") else "not scheduled")
+    return report

@@ -1,0 +1,304 @@
+# DefaultSchedule's rules, one per kind of block of a kernel (a PrimFunc "main" in a tir.Schedule).
+# They split, reorder, cache and annotate; the tuner's postprocessors apply the annotations.
+"""Rules of ``relax.transform.DefaultSchedule``, one per kind of block:
+
+``tile_reduction``    a reduction with data reuse (matmul, dense, batch matmul, conv2d): a
+                      register tile of rows x cols outputs accumulated in a "local" cache over the
+                      whole reduction, its columns one or two vectors wide; operands strided along
+                      the columns packed into panels; the elementwise consumer moved into the
+                      tile; the tile loops fused (and parallel on big kernels);
+``reduce``            a reduction without reuse (sum, max, softmax parts, pooling): neighbouring
+                      outputs as vector lanes, or ``rfactor`` into vector partial sums;
+``vectorize_spatial`` an elementwise, broadcast or injective block: its innermost loop vectorized.
+
+The rules split, reorder, fuse, cache and annotate; the tuner's postprocessors
+(``meta_schedule.postproc``) then apply the annotations (vectorize, parallel, unroll) and
+decompose the reductions, as for a tuned schedule. A rule that does not fit a block raises
+``Unschedulable`` before changing anything; a primitive that refuses raises its ScheduleError.
+"""
+from __future__ import annotations
+
+from math import prod
+
+from ...arith import linear_form
+from ...tir.schedule import ScheduleError
+from ...tir.schedule.primitives.common import const_int
+from ...tir.stmt_functor import loads_in, uses_var
+
+# Below this much work (a matmul with n < 300) a kernel takes less time on one core than handing a
+# loop to the thread pool costs (~0.1 ms); mlc_lab.testing.matmul_schedules follows it too.
+MIN_PARALLEL_FLOPS = 5e7
+MAX_ROWS = 8               # rows of a register tile: 8 x 2 vectors = 16 of the 32 AVX-512 registers
+K_UNROLL = 4               # reduction steps per unrolled body of a register tile
+UNROLL_STEPS = 64          # innermost iterations unrolled: the tile and its reduction steps
+PACK_MIN_STRIDE = 1024     # pack an operand whose reduction steps lie this many elements apart
+
+
+class Unschedulable(Exception):
+    """A rule does not fit the block; the message says why."""
+
+
+def _queries():
+    """The tuner's block queries and annotation keys (meta_schedule sits above relax)."""
+    from ...meta_schedule import schedule_rule
+    return schedule_rule
+
+
+# -- sizes and structure ------------------------------------------------------------------
+
+def largest_divisor(n: int, at_most: int, power_of_two: bool = False) -> int:
+    """The largest divisor of ``n`` that is at most ``at_most`` (a power of two if asked)."""
+    for d in range(min(n, at_most), 0, -1):
+        if n % d == 0 and (not power_of_two or d & (d - 1) == 0):
+            return d
+    return 1
+
+
+def vector_width(extent: int, lanes: int) -> int:
+    """Lanes of the vector along a loop: the largest power of two up to ``lanes`` dividing the
+    extent; an extent without one above 2 that fits in two registers (10, 13, 26) is taken
+    whole, as one odd-sized vector that LLVM splits into registers."""
+    width = largest_divisor(extent, lanes, power_of_two=True)
+    return extent if width < 4 and extent <= 2 * lanes else width
+
+
+def matching_loops(sch, block_rv) -> tuple[list, list[int]]:
+    """The block's loops, one per iterator in order (as legalization writes them), and their
+    constant extents."""
+    loops = _queries().loops_match_iters(sch, block_rv)
+    if loops is None:
+        raise Unschedulable(f"the loops of block {block_rv.name} are already transformed")
+    extents = [const_int(sch.get(loop).extent) for loop in loops]
+    if None in extents:
+        raise Unschedulable(f"block {block_rv.name} has a symbolic extent")
+    return loops, extents
+
+
+def strides(region, var) -> list | None:
+    """Per dimension of an accessed region, the coefficient of ``var`` in its index (0 where
+    unused); None when an index is not affine in it (a division, a cast, a load)."""
+    out = []
+    for r in region.region:
+        terms = linear_form(r.min).terms.values() if const_int(r.extent) == 1 else None
+        if terms is None or any(uses_var(atom, var) for atom, _ in terms if atom is not var):
+            return None
+        out.append(sum(c for atom, c in terms if atom is var))
+    return out
+
+
+def contiguous(region, var) -> bool:
+    """Consecutive values of ``var`` touch neighbouring elements (or the same one)."""
+    found = strides(region, var)
+    return found is not None and not any(found[:-1]) and found[-1] in (0, 1)
+
+
+def store_axis(block) -> int | None:
+    """The position of the spatial iterator that is the last index of what the block writes."""
+    last = block.writes[0].region[-1].min if block.writes[0].region else None
+    return next((n for n, iv in enumerate(block.iter_vars)
+                 if last is iv.var and iv.iter_type == "spatial"), None)
+
+
+def operands(block) -> list:
+    """The regions the block reads, except the one it accumulates into."""
+    return [r for r in block.reads if all(r.buffer is not w.buffer for w in block.writes)]
+
+
+def check_direct_loads(block) -> None:
+    """An index read from memory (a gather by index) gives no vector pattern."""
+    for load in loads_in(block.body):
+        if any(loads_in(index) for index in load.indices):
+            raise Unschedulable(f"block {block.name_hint} loads {load.buffer.name} at an index "
+                                "read from memory")
+
+
+def annotate(sch, block_rv, vector: int = 0, parallel: int = 0, unroll: int = 0) -> None:
+    """Leave the tuner's annotations for RewriteParallelVectorizeUnroll."""
+    q = _queries()
+    keys = (q.ANN_VECTORIZE, q.ANN_PARALLEL, q.ANN_UNROLL)
+    for key, value in zip(keys, (vector, parallel, unroll)):
+        if value > 1:
+            sch.annotate(block_rv, key, value)
+
+
+def split_last(sch, loops: list, extent: int, width: int) -> list:
+    """The loops with the last one split so that its inner piece has ``width`` iterations."""
+    if 1 < width < extent:
+        return loops[:-1] + list(sch.split(loops[-1], [None, width]))
+    return loops
+
+
+# -- the rules ----------------------------------------------------------------------------
+
+def inline_elementwise(sch) -> None:
+    """Inline each spatial block that does not write an output into its one consumer, when that
+    consumer is spatial too (a bias add into the ReLU after it). Unlike the tuner's AutoInline,
+    never into a reduction or into two readers: recomputing softmax's exp twice, or a padding
+    condition in a convolution's inner loop, costs more than the buffer saves."""
+    from ...meta_schedule.postproc import blocks
+    q = _queries()
+    for block in blocks(sch, "main"):
+        block_rv = sch.get_block(block.name_hint, "main")
+        if not q.is_spatial(block) or q.writes_param(sch, block_rv, block):
+            continue
+        consumers = sch.get_consumers(block_rv)
+        if len(consumers) == 1 and q.is_spatial(sch.get(consumers[0])):
+            try:
+                sch.compute_inline(block_rv)
+            except ScheduleError:
+                pass
+
+
+def tile_reduction(sch, block_rv, lanes: int, parallel: bool) -> str:
+    """A reduction with data reuse as a register-tiled kernel, the general form of
+    ``mlc_lab.testing.matmul_schedules.best_schedule``. The columns are the iterator of the
+    output's last index; the rows, an iterator that the operands read along the columns do not
+    use, so that each vector loaded serves every row (a matmul's i, a convolution's output
+    channel). Returns "conv" when an operand is read through a window (an index mixing output
+    and reduction iterators), else "matmul"."""
+    block = sch.get(block_rv)
+    loops, extents = matching_loops(sch, block_rv)
+    ivs, col = block.iter_vars, store_axis(block)
+    if col is None or block.init is None:
+        raise Unschedulable(f"block {block.name_hint} does not write along an output iterator "
+                            "from an init")
+    spatial = [n for n, iv in enumerate(ivs) if iv.iter_type == "spatial"]
+    reduce_at = [n for n, iv in enumerate(ivs) if iv.iter_type != "spatial"]
+    along = [r for r in operands(block) if uses_var(r.region, ivs[col].var)]
+    others = [n for n in spatial if n != col]
+    free = [n for n in others if not any(uses_var(r.region, ivs[n].var) for r in along)]
+    row = (free or others)[-1] if others else None
+    cols = 2 * lanes if extents[col] % (2 * lanes) == 0 else vector_width(extents[col], lanes)
+    vec = lanes if cols % lanes == 0 else cols
+    rows = largest_divisor(extents[row], MAX_ROWS) if row is not None else 1
+    k = reduce_at[-1]
+    for region in along:
+        _pack(sch, block_rv, block, region, ivs[col].var, ivs[k].var, cols, vec)
+
+    col_outer, col_inner = sch.split(loops[col], [None, cols])
+    row_pieces = list(sch.split(loops[row], [None, rows])) if row is not None else []
+    outer = [loops[n] for n in spatial if n not in (row, col)] + [col_outer, *row_pieces[:1]]
+    sch.reorder(*outer, *[loops[n] for n in reduce_at[:-1]],
+                *split_last(sch, [loops[k]], extents[k], largest_divisor(extents[k], K_UNROLL)),
+                *row_pieces[1:], *split_last(sch, [col_inner], cols, vec))
+    tile = sch.fuse(*outer) if len(outer) > 1 else outer[0]
+    annotate(sch, block_rv, vector=vec, unroll=_unroll_inside(sch, block_rv, tile),
+             parallel=const_int(sch.get(tile).extent) if parallel else 0)
+    for epilogue in _accumulate_in_tile(sch, block_rv, block, tile):
+        inner = sch.get_loops(epilogue)
+        last = const_int(sch.get(inner[-1]).extent)
+        width = vec if last % vec == 0 else vector_width(last, lanes)
+        split_last(sch, inner, last, width)
+        annotate(sch, epilogue, vector=width, unroll=_unroll_inside(sch, epilogue, tile))
+    windowed = any(uses_var(r.min, [ivs[n].var for n in reduce_at])
+                   and uses_var(r.min, [ivs[n].var for n in spatial])
+                   for region in operands(block) for r in region.region)
+    return "conv" if windowed else "matmul"
+
+
+def _pack(sch, block_rv, block, region, col_var, k_var, cols: int, vec: int) -> None:
+    """Copy an operand read along the columns into panels ``[col // cols, ..., col % cols]`` when
+    its columns are not its last dimension (a dense layout) or its reduction steps lie
+    PACK_MIN_STRIDE or more apart, so that a tile reads one contiguous line per reduction step.
+    Packing costs a copy per call: below that stride, measured, it does not pay."""
+    dims, k_dims = strides(region, col_var), strides(region, k_var)
+    shape = [const_int(s) for s in region.buffer.shape]
+    by_column = dims is not None and sorted(dims) == [0] * (len(dims) - 1) + [1]
+    if not by_column or k_dims is None or None in shape:
+        return   # not read along the columns in one dimension, element by element
+    at = dims.index(1)
+    if at == len(dims) - 1 and sum(s * prod(shape[d + 1:]) for d, s in enumerate(k_dims)) \
+            < PACK_MIN_STRIDE:
+        return
+    names = [f"d{n}" for n in range(len(dims))]
+    panel = [f"d{at} // {cols}", *[d for n, d in enumerate(names) if n != at], f"d{at} % {cols}"]
+    copy = sch.cache_read(block_rv, next(n for n, r in enumerate(block.reads) if r is region),
+                          "global")
+    sch.transform_layout(copy, ("write", 0), f"lambda {', '.join(names)}: ({', '.join(panel)})")
+    loops = sch.get_loops(copy)
+    outer, within = sch.split(loops[at], [None, cols])
+    sch.reorder(outer, *[lp for n, lp in enumerate(loops) if n != at], within)
+    split_last(sch, [within], cols, vec)
+    annotate(sch, copy, vector=vec, unroll=cols // vec)
+
+
+def _unroll_inside(sch, block_rv, tile) -> int:
+    """UNROLL_STEPS, or fewer when the loops inside ``tile`` have fewer iterations (not counting
+    the vector lanes), so that the tile loop itself is never unrolled."""
+    loops = sch.get_loops(block_rv)
+    inside = loops[[sch.get(lp) for lp in loops].index(sch.get(tile)) + 1:-1]
+    return min(UNROLL_STEPS, prod(const_int(sch.get(lp).extent) for lp in inside))
+
+
+def _accumulate_in_tile(sch, block_rv, block, tile) -> list:
+    """Accumulate the block in a "local" cache written back under ``tile``, and move its single
+    elementwise consumer there too, reading the cache directly. Returns the blocks under the
+    tile after the reduction."""
+    q = _queries()
+    write_back = sch.cache_write(block_rv, 0, "local")
+    sch.reverse_compute_at(write_back, tile, preserve_unit_loops=True)
+    consumers = sch.get_consumers(write_back)
+    if q.writes_param(sch, block_rv, block) or len(consumers) != 1 \
+            or not q.is_spatial(sch.get(consumers[0])):
+        return [write_back]
+    try:
+        sch.reverse_compute_at(consumers[0], tile, preserve_unit_loops=True)
+    except ScheduleError:
+        return [write_back]
+    try:
+        sch.compute_inline(write_back)
+    except ScheduleError:
+        return [write_back, consumers[0]]
+    return [consumers[0]]
+
+
+def reduce(sch, block_rv, lanes: int, parallel: bool) -> str:
+    """A reduction without data reuse. When the reads follow the output's last iterator in order
+    (a column sum), or at least at a constant stride (pooling windows side by side, softmax
+    rows) without a long contiguous reduction to prefer, the reduction loops move outside that
+    iterator's vector: each lane accumulates one output. Otherwise a reduction that runs along
+    contiguous memory (a row sum) is split and ``rfactor``-ed into vector partial sums."""
+    block = sch.get(block_rv)
+    check_direct_loads(block)
+    loops, extents = matching_loops(sch, block_rv)
+    ivs, reads, col = block.iter_vars, operands(block), store_axis(block)
+    reduce_at = [n for n, iv in enumerate(ivs) if iv.iter_type != "spatial"]
+    k = reduce_at[-1]
+    along_k = len(reduce_at) == 1 and k == len(ivs) - 1 and extents[k] % lanes == 0 \
+        and extents[k] >= 4 * lanes and all(contiguous(r, ivs[k].var) for r in reads)
+    vec = vector_width(extents[col], lanes) if col is not None else 1
+    if vec > 1 and all(strides(r, ivs[col].var) is not None for r in reads) \
+            and (not along_k or all(contiguous(r, ivs[col].var) for r in reads)):
+        *col_outer, col_inner = split_last(sch, [loops[col]], extents[col], vec)
+        spatial = [loops[n] for n in range(len(ivs)) if n != col and n not in reduce_at]
+        sch.reorder(*spatial, *col_outer, *[loops[n] for n in reduce_at], col_inner)
+        annotate(sch, block_rv, vector=vec, parallel=prod(extents) if parallel else 0)
+    elif along_k:
+        _, inner = sch.split(loops[k], [None, lanes])
+        partial = sch.rfactor(inner, len(block.writes[0].buffer.shape))
+        annotate(sch, partial, vector=lanes, parallel=prod(extents) if parallel else 0)
+    else:
+        raise Unschedulable(f"block {block.name_hint} has neither an output iterator to vectorize "
+                            "nor one long reduction along contiguous memory")
+    return "reduction"
+
+
+def vectorize_spatial(sch, block_rv, lanes: int, parallel: bool) -> str:
+    """An elementwise, broadcast or injective block: its innermost loop, which walks the output
+    in order, becomes vectors (operands read at another constant stride are gathered)."""
+    block = sch.get(block_rv)
+    check_direct_loads(block)
+    loops, extents = matching_loops(sch, block_rv)
+    if not loops or store_axis(block) != len(loops) - 1:
+        raise Unschedulable(f"block {block.name_hint} does not write in the order of its loops")
+    inner = block.iter_vars[-1].var
+    for region in block.reads:
+        if strides(region, inner) is None:
+            raise Unschedulable(f"block {block.name_hint} reads {region.buffer.name} at an index "
+                                f"that is not affine in {inner.name}")
+    vec = vector_width(extents[-1], lanes)
+    if vec == 1 and not parallel:
+        raise Unschedulable(f"block {block.name_hint}: no vector width divides {extents[-1]}")
+    split_last(sch, loops, extents[-1], vec)
+    annotate(sch, block_rv, vector=vec, parallel=prod(extents) if parallel else 0)
+    return "elementwise"

@@ -1,0 +1,248 @@
+"""relax.transform.DefaultSchedule, which relax.build runs by default: every kind of kernel gets
+its rule (read back from default_schedule_report) and computes what numpy and the unscheduled
+build (opt_level=0) compute; kernels no rule handles, and tuned ones, stay as they were."""
+import numpy as np
+import pytest
+
+import mlc_lab
+from mlc_lab import relax, tir
+from mlc_lab import meta_schedule as ms
+from mlc_lab.frontend import nn
+from mlc_lab.ir import structural_equal
+from mlc_lab.relax import op as R
+from mlc_lab.relax.transform import DefaultSchedule, default_schedule_report
+from mlc_lab.relax.transform import default_schedule as ds
+from mlc_lab.relax.transform.meta_schedule import tuning_workload
+from mlc_lab.script import ir as I
+from mlc_lab.script import relax as RS
+from mlc_lab.script import tir as T
+from mlc_lab.tir.schedule import ScheduleError
+from mlc_lab.tir.stmt import For
+from mlc_lab.tir.stmt_functor import post_order_visit
+
+
+def tensor(name, shape):
+    return relax.Var(name, relax.TensorStructInfo(shape, "float32"))
+
+
+def graph(shapes, body):
+    """A module whose "main" takes tensors of ``shapes`` and returns ``body(*params)``."""
+    params = [tensor(f"a{i}", shape) for i, shape in enumerate(shapes)]
+    bb = relax.BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            out = bb.emit_output(body(*params))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def run(ex, *args):
+    return relax.VirtualMachine(ex, mlc_lab.cpu())["main"](*args).numpy()
+
+
+def loop_kinds(func) -> set:
+    kinds = set()
+    post_order_visit(func.body, lambda n: kinds.add(n.kind) if isinstance(n, For) else None)
+    return kinds
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def conv2d(x, w, pad=0):
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    windows = np.lib.stride_tricks.sliding_window_view(x, w.shape[2:], axis=(2, 3))
+    return np.einsum("nchwij,ocij->nohw", windows, w)
+
+
+def max_pool(x):
+    n, c, h, w = x.shape
+    return x.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
+
+
+# name: (input shapes, graph, numpy, {kernel: rule})
+KERNELS = {
+    "dense": ([(64, 200), (96, 200)], R.dense, lambda x, w: x @ w.T, {"dense": "matmul"}),
+    "matmul_bias_relu": ([(64, 128), (128, 96), (96,)],
+                         lambda x, w, b: R.relu(R.add(R.matmul(x, w), b)),
+                         lambda x, w, b: np.maximum(x @ w + b, 0),
+                         {"fused_matmul_add_relu": "matmul"}),
+    "batch_matmul": ([(4, 32, 64), (4, 64, 48)], R.matmul, lambda a, b: a @ b,
+                     {"matmul": "matmul"}),
+    "conv2d": ([(2, 3, 16, 16), (8, 3, 3, 3)], R.nn.conv2d, conv2d, {"conv2d": "conv"}),
+    "conv2d_padded": ([(2, 3, 14, 14), (8, 3, 3, 3)],
+                      lambda x, w: R.nn.conv2d(x, w, padding=(1, 1)),
+                      lambda x, w: conv2d(x, w, 1), {"conv2d": "conv"}),
+    "elementwise_chain": ([(32, 100), (32, 100)],
+                          lambda x, y: R.tanh(R.multiply(R.add(x, y), y)),
+                          lambda x, y: np.tanh((x + y) * y),
+                          {"fused_add_multiply_tanh": "elementwise"}),
+    "broadcast": ([(16, 64), (64,)], lambda x, b: R.relu(R.add(x, b)),
+                  lambda x, b: np.maximum(x + b, 0), {"fused_add_relu": "elementwise"}),
+    "softmax": ([(32, 10)], R.nn.softmax, softmax, {"softmax": "reduction"}),
+    "row_sum": ([(16, 256)], lambda x: R.sum(x, axis=1), lambda x: x.sum(1), {"sum": "reduction"}),
+    "column_sum": ([(256, 64)], lambda x: R.sum(x, axis=0), lambda x: x.sum(0),
+                   {"sum": "reduction"}),
+    "mean": ([(16, 256)], lambda x: R.mean(x, axis=1), lambda x: x.mean(1), {"mean": "reduction"}),
+    "max_pool2d": ([(2, 4, 16, 16)], lambda x: R.nn.max_pool2d(x, (2, 2), (2, 2)), max_pool,
+                   {"max_pool2d": "reduction"}),
+}
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_every_kernel_kind_gets_its_rule_and_the_same_results(name):
+    shapes, body, numpy_fn, rules = KERNELS[name]
+    mod = graph(shapes, body)
+    args = [np.random.default_rng(n).standard_normal(s).astype("float32")
+            for n, s in enumerate(shapes)]
+    ex = relax.build(mod, "llvm")
+    assert default_schedule_report(ex.mod) == rules
+    scheduled = [f for f in ex.mod.functions.values() if isinstance(f, tir.PrimFunc)]
+    assert all("vectorized" in loop_kinds(f) for f in scheduled)
+    got, unscheduled = run(ex, *args), run(relax.build(mod, "llvm", opt_level=0), *args)
+    np.testing.assert_allclose(got, numpy_fn(*args), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got, unscheduled, rtol=1e-4, atol=1e-4)
+
+
+def bench_models():
+    """The MLP and CNN of bench/e2e.py, with the rules their kernels get."""
+    mlp = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10, seed=1))
+    cnn = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                        nn.Linear(8 * 13 * 13, 10, seed=1))
+    return [(mlp, (64, 784), {"fused_matmul_add_relu": "matmul", "fused_matmul1_add1": "matmul"}),
+            (cnn, (8, 1, 28, 28), {"fused_conv2d_add_relu": "conv", "max_pool2d": "reduction",
+                                   "fused_matmul_add1": "matmul",
+                                   # the reshape reads through divisions: no vector pattern
+                                   "flatten": "unscheduled: block T_reshape reads lv4 at an "
+                                              "index that is not affine in v_ax1"})]
+
+
+@pytest.mark.parametrize("model, shape, rules", bench_models(), ids=["mlp", "cnn"])
+def test_the_bench_models(model, shape, rules):
+    x = np.random.default_rng(0).random(shape, dtype="float32")
+    ex = relax.build(model.to_relax(shape), "llvm")
+    assert default_schedule_report(ex.mod) == rules
+    got = run(ex, x)
+    np.testing.assert_allclose(got, model.forward_numpy(x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got, run(relax.build(model.to_relax(shape), "llvm", opt_level=0), x),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_opt_level_0_and_the_python_target_leave_kernels_unscheduled():
+    shapes, body, numpy_fn, _ = KERNELS["matmul_bias_relu"]
+    mod = graph(shapes, body)
+    args = [np.ones(s, "float32") for s in shapes]
+    for ex in (relax.build(mod, "llvm", opt_level=0), relax.build(mod, "python")):
+        assert set(default_schedule_report(ex.mod).values()) == {"not scheduled"}
+        assert all(loop_kinds(f) == {"serial"} for f in ex.mod.functions.values()
+                   if isinstance(f, tir.PrimFunc))
+        np.testing.assert_allclose(run(ex, *args), numpy_fn(*args), rtol=1e-5)
+    assert list(default_schedule_report(relax.build(mod, "llvm", opt_level=0).mod)) == \
+        ["add", "matmul", "relu"]
+
+
+def test_the_default_pipeline_schedules_after_fusion_and_before_memory_planning():
+    names = [p.info.name for p in relax.transform.default_pipeline("llvm").passes]
+    at = names.index("DefaultSchedule")
+    assert names[at - 2:at + 2] == ["FuseTIR", "DeadCodeElimination", "DefaultSchedule",
+                                    "StaticPlanBlockMemory"]
+
+
+@I.ir_module
+class Unusual:
+    @T.prim_func
+    def gather(A: T.Buffer((64,), "float32"), idx: T.Buffer((32,), "int32"),
+               B: T.Buffer((32,), "float32")):
+        T.func_attr({"global_symbol": "gather", "op_pattern": 8, "tir.noalias": True})
+        for i in range(32):
+            with T.block("B"):
+                vi = T.axis.spatial(32, i)
+                B[vi] = A[idx[vi]]
+
+    @T.prim_func
+    def scale(B: T.Buffer((32,), "float32"), C: T.Buffer((32,), "float32")):
+        T.func_attr({"global_symbol": "scale", "tir.noalias": True})
+        for i in T.parallel(32):
+            with T.block("C"):
+                vi = T.axis.spatial(32, i)
+                C[vi] = B[vi] * T.float32(2)
+
+    @RS.function
+    def main(a: RS.Tensor((64,), "float32"), idx: RS.Tensor((32,), "int32")):
+        cls = Unusual
+        with RS.dataflow():
+            b = RS.call_tir(cls.gather, (a, idx), out_sinfo=RS.Tensor((32,), "float32"))
+            c = RS.call_tir(cls.scale, (b,), out_sinfo=RS.Tensor((32,), "float32"))
+            RS.output(c)
+        return c
+
+
+def test_kernels_no_rule_handles_stay_correct_and_are_reported():
+    ex = relax.build(Unusual, "llvm")
+    assert default_schedule_report(ex.mod) == {
+        "gather": "unscheduled: block B loads A at an index read from memory",
+        "scale": "unscheduled: loop i is already parallel"}
+    assert structural_equal(ex.mod["gather"].body, Unusual["gather"].body)
+    assert structural_equal(ex.mod["scale"].body, Unusual["scale"].body)
+    a = np.arange(64, dtype="float32")
+    idx = np.random.default_rng(0).integers(0, 64, 32).astype("int32")
+    np.testing.assert_allclose(run(ex, a, idx), 2 * a[idx])
+
+
+def test_symbolic_shapes_stay_unscheduled_and_correct():
+    n = tir.Var("n", "int64")
+    mod = graph([(n, 64), (64, 32), (32,)], lambda x, w, b: R.relu(R.add(R.matmul(x, w), b)))
+    ex = relax.build(mod, "llvm")
+    assert default_schedule_report(ex.mod) == {
+        "fused_matmul_add_relu": "unscheduled: block T_matmul has a symbolic extent"}
+    rng = np.random.default_rng(1)
+    w, b = rng.random((64, 32), dtype="float32"), rng.random(32, dtype="float32")
+    for batch in (1, 5):
+        x = rng.random((batch, 64), dtype="float32")
+        np.testing.assert_allclose(run(ex, x, w, b), np.maximum(x @ w + b, 0), rtol=1e-5)
+
+
+def test_a_refusing_primitive_leaves_the_kernel_as_it_was(monkeypatch):
+    def refuse_after_a_split(sch, block_rv, lanes, parallel):
+        sch.split(sch.get_loops(block_rv)[0], [None, 2])
+        raise ScheduleError("split", "the rule was told to fail")
+
+    monkeypatch.setattr(ds, "tile_reduction", refuse_after_a_split)
+    shapes, body, numpy_fn, _ = KERNELS["matmul_bias_relu"]
+    legal = relax.transform.LegalizeOps()(graph(shapes, body))
+    out = DefaultSchedule("llvm")(legal)
+    assert default_schedule_report(out)["matmul"] == \
+        "unscheduled: ScheduleError in sch.split: the rule was told to fail"
+    assert structural_equal(out["matmul"].body, legal["matmul"].body)
+    assert default_schedule_report(out)["relu"] == "elementwise"
+
+
+def test_scheduling_twice_changes_nothing_and_parallel_needs_cores_and_work():
+    mod = relax.transform.LegalizeOps()(graph([(256, 512), (512, 256)], R.matmul))
+    once = DefaultSchedule("llvm -num-cores=2")(mod)
+    assert structural_equal(DefaultSchedule("llvm -num-cores=2")(once), once)
+    assert "parallel" in loop_kinds(once["matmul"])          # 67 MFLOP on two cores
+    assert "parallel" not in loop_kinds(DefaultSchedule("llvm -num-cores=1")(mod)["matmul"])
+    small = relax.transform.LegalizeOps()(graph([(64, 64), (64, 64)], R.matmul))
+    assert "parallel" not in loop_kinds(DefaultSchedule("llvm -num-cores=2")(small)["matmul"])
+
+
+def test_a_tuned_kernel_is_not_rescheduled(tmp_path):
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10, seed=1))
+    fused = ms.relax_integration.legalize_and_fuse(model.to_relax((4, 64)))
+    workload = tuning_workload(fused["fused_matmul_add_relu"])
+    sch = tir.Schedule(workload)
+    i, j, k = sch.get_loops(sch.get_block("T_matmul"))
+    j0, j1 = sch.split(j, [None, 4])
+    sch.reorder(j0, k, j1)
+    db = ms.JSONDatabase(str(tmp_path))
+    db.commit_record(workload, ms.TuningRecord(sch.trace.as_json(), "llvm", run_secs=[1e-3]))
+    tuned = relax.transform.MetaScheduleApplyDatabase(db, "llvm")(fused)
+    ex = relax.build(tuned, "llvm")
+    assert default_schedule_report(ex.mod) == {"fused_matmul_add_relu": "already scheduled",
+                                               "fused_matmul1_add1": "matmul"}
+    assert structural_equal(ex.mod["fused_matmul_add_relu"], tuned["fused_matmul_add_relu"])
+    x = np.random.default_rng(2).random((4, 64), dtype="float32")
+    np.testing.assert_allclose(run(ex, x), model.forward_numpy(x), rtol=1e-4, atol=1e-5)
