@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import mlc_lab  # noqa: E402
 from mlc_lab import nd  # noqa: E402
-from mlc_lab.testing import matmul_schedules as mm  # noqa: E402
+from mlc_lab.testing import matmul_schedules as mm, timing  # noqa: E402
 
 TARGET = "llvm -num-cores={cores}"
 NAIVE_BUDGET_S = 20.0  # time the unscheduled program only once where repeats would take longer
@@ -91,7 +91,7 @@ def main(argv=None):
           f"(numpy threads: OpenBLAS default, OPENBLAS_NUM_THREADS="
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}); {repeat} repeats of >= "
           f"{min_repeat_ms} ms; {os.cpu_count()} cores")
-    busy = _other_runnable_tasks()
+    busy = timing.other_runnable_tasks()
     if busy:
         print(f"WARNING: {busy} other task(s) want a CPU right now; 2-thread timings (numpy's "
               "included) will be noisy")
@@ -136,15 +136,6 @@ def main(argv=None):
               + ("  (best keeps n this small on one core)" if 2 * n ** 3 < mm.MIN_PARALLEL_FLOPS
                  else ""), flush=True)
     print(f"\nbuild latency, mm_relu 128 for llvm (median of 3): {build_latency() * 1e3:.0f} ms")
-
-
-def _other_runnable_tasks() -> int:
-    """Tasks other than this one running or ready to run (Linux /proc/loadavg), 0 elsewhere."""
-    try:
-        with open("/proc/loadavg") as f:
-            return max(0, int(f.read().split()[3].split("/")[0]) - 1)
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Example programs and schedules shared by the course notebooks, the benchmarks and the tests,
-and ``assert_allclose`` (``tvm.testing.assert_allclose`` in the course)."""
+honest timing helpers (``timing``), and ``assert_allclose`` (``tvm.testing.assert_allclose`` in the course)."""
 import numpy as np
 
-from . import matmul_schedules
+from . import matmul_schedules, timing
 
 
 def assert_allclose(actual, desired, rtol: float = 1e-7, atol: float = 1e-7) -> None:
@@ -19,4 +19,4 @@ def _host(value) -> np.ndarray:
     return value.numpy() if isinstance(value, NDArray) else np.asarray(value)
 
 
-__all__ = ["assert_allclose", "matmul_schedules"]
+__all__ = ["assert_allclose", "matmul_schedules", "timing"]
