@@ -15,7 +15,7 @@ lab: $(VENV)/.installed-lab
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -p no:cacheprovider
 
-bench: $(VENV)/.installed-test
+bench: $(VENV)/.installed-bench
 	@for script in bench/*.py; do \
 		[ -e "$$script" ] || { echo "no benchmark scripts in bench/"; break; }; \
 		echo "== $$script"; \

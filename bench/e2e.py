@@ -1,25 +1,29 @@
 """Whole models through relax.build: how do compiled MLPs and a small CNN compare with the same
-models in numpy, and what do fusion and memory planning change? For each model and batch size:
-median latency of numpy (``forward_numpy``) and of the VirtualMachine running the model built
-for "llvm" three ways: opt_level 0 (LegalizeOps only: one kernel per op, and the transposes of
-the Linear weights recomputed on every call), "fold" (LegalizeOps then FoldConstant: the same
-unfused kernels, weights transposed once at build time) and opt_level 1 (the default pipeline:
-constant folding, fusion and static memory planning), as ratios; the kernels called per
-inference at each level; the bytes of intermediate tensors with and without the memory plan,
-both as the plan predicts (relax.transform.memory_stats) and as the VM allocated them
-(vm.memory_stats()). "fold -> O1" isolates what fusion and planning gain.
+models in numpy, onnxruntime and torch, and what do fusion, memory planning and tuning change?
+For each model and batch size: median latency of the baselines (bench/baselines.py: numpy's
+``forward_numpy``; onnxruntime on CPU running an ONNX graph of the same weights; torch eager)
+and of the VirtualMachine running the model built for "llvm" four ways: opt_level 0
+(LegalizeOps only: one kernel per op, and the transposes of the Linear weights recomputed on
+every call), "fold" (LegalizeOps then FoldConstant: the same unfused kernels, weights
+transposed once at build time), opt_level 1 (the default pipeline: constant folding, fusion,
+default schedules, static memory planning) and "tuned" (tune_relax with a small budget, then
+MetaScheduleApplyDatabase on legalize_and_fuse(mod) and relax.build). Then ratios, kernels per
+call, memory per call, and the performance targets, each printed with its measured value and
+PASS or MISS. "fold -> O1" isolates what fusion and planning gain.
 
-x numpy = numpy time / ours (above 1: ours is faster); numpy is timed before and after the
-compiled runs and the faster median kept, as the host may be shared. numpy calls OpenBLAS for the matmuls, so
-expect the unscheduled kernels here to lose by a wide margin; the ratios show how far scheduling
-(chapters 4 and on) has to go. Nothing is asserted: a wrong result is printed as a note.
+x numpy = numpy time / ours (above 1: ours is faster), and so for the other baselines; each
+baseline is timed before and after the compiled runs and its faster median kept, as the host
+may be shared. onnx, onnxruntime and torch are optional (pip install -e '.[bench]'); a missing
+one leaves its column empty. Nothing is asserted: a wrong result is printed as a note.
 
-Run: python bench/e2e.py [--quick]
+Run: python bench/e2e.py [--quick]   (quick: batch 1 only, fewer repeats, 8 trials of tuning)
 """
 import argparse
+import contextlib
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,10 +32,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import mlc_lab  # noqa: E402
-from mlc_lab import nd, relax  # noqa: E402
+from mlc_lab import meta_schedule as ms, nd, relax  # noqa: E402
 from mlc_lab.frontend import nn  # noqa: E402
+from mlc_lab.target import Target  # noqa: E402
+from baselines import (INSTALL_HINT, numpy_baseline, onnxruntime_baseline,  # noqa: E402
+                       torch_baseline, traced_peak)
 
 TARGET = "llvm"
+# The llvm runtime runs parallel loops on num-cores threads, every core when it is unset; every
+# baseline gets the same number.
+THREADS = Target(TARGET).num_cores or os.cpu_count() or 1
 
 
 def mlp(sizes, seed=0):
@@ -53,15 +63,12 @@ def small_cnn(seed=0):
 def cases(quick):
     """(name, model, input shape) for every configuration measured."""
     mlp_digits, mlp_mnist, cnn = mlp((64, 64, 10)), mlp((784, 256, 10)), small_cnn()
-    rows = [("mlp 64-64-10", mlp_digits, (1, 64)),
-            ("mlp 64-64-10", mlp_digits, (64, 64)),
-            ("mlp 784-256-10", mlp_mnist, (1, 784)),
-            ("mlp 784-256-10", mlp_mnist, (64, 784)),
-            ("cnn conv-pool-linear", cnn, (1, 1, 28, 28)),
-            ("cnn conv-pool-linear", cnn, (8, 1, 28, 28))]
-    if quick:
-        rows = [row for row in rows if row[2][0] == 1]
-    return rows
+    rows = [(name, model, (batch,) + features)
+            for name, model, features, batches in (("mlp 64-64-10", mlp_digits, (64,), (1, 64)),
+                                                   ("mlp 784-256-10", mlp_mnist, (784,), (1, 64)),
+                                                   ("cnn conv-pool-linear", cnn, (1, 28, 28), (1, 8, 64)))
+            for batch in batches]
+    return [row for row in rows if row[2][0] == 1] if quick else rows
 
 
 def numpy_seconds(fn, repeat, min_repeat_ms):
@@ -93,73 +100,204 @@ LEVELS = {"O0": {"opt_level": 0},
           "O1": {"opt_level": 1}}
 
 
-def compiled(model, shape, build_options, x, want, repeat, min_repeat_ms):
+def compiled(mod, build_options, x, want, repeat, min_repeat_ms):
     """Build with ``build_options``, check once against numpy, time. Returns what was seen."""
     start = time.perf_counter()
-    ex = relax.build(model.to_relax(shape), TARGET, **build_options)
+    ex = relax.build(mod, TARGET, **build_options)
     build_s = time.perf_counter() - start
     vm = relax.VirtualMachine(ex, mlc_lab.cpu())
     x_nd = nd.array(x)
     err = float(np.abs(vm["main"](x_nd).numpy() - want).max())
-    stats = vm.memory_stats()
+    first_call = vm.memory_stats()
+    traced = traced_peak(lambda: vm["main"](x_nd))
     timer = vm.time_evaluator("main", mlc_lab.cpu(), number=1, repeat=repeat,
                               min_repeat_ms=min_repeat_ms)
     return {"seconds": timer(x_nd).median, "build_s": build_s, "kernels": kernel_calls(ex.mod),
-            "err": err, "vm": stats, "plan": relax.transform.memory_stats(ex.mod), "ex": ex}
+            "err": err, "vm": first_call, "again": vm.memory_stats()["bytes_allocated"],
+            "traced": traced, "plan": relax.transform.memory_stats(ex.mod)}
+
+
+def tuned_module(mod, trials):
+    """``mod``'s fused kernels with the best schedules of ``trials`` trials of tune_relax. With
+    num-cores unset, tune_relax's space samples one-core schedules (besides each kernel's default
+    schedule, which it measures first)."""
+    database = ms.relax_integration.tune_relax(mod, None, TARGET, max_trials_global=trials,
+                                               num_trials_per_iter=16, seed=0, quiet=True,
+                                               work_dir=tempfile.mkdtemp(prefix="bench_e2e_"))
+    fused = ms.relax_integration.legalize_and_fuse(mod)
+    return relax.transform.MetaScheduleApplyDatabase(database, TARGET)(fused)
+
+
+def baselines(model, shape, missing):
+    """numpy, and onnxruntime and torch where installed ({name: Baseline}); what is missing is
+    added to ``missing``."""
+    found = {"numpy": numpy_baseline(model)}
+    for name, make in (("ort", lambda: onnxruntime_baseline(model, shape, THREADS)),
+                       ("torch", lambda: torch_baseline(model, shape, THREADS))):
+        try:
+            found[name] = make()
+        except ImportError as error:
+            missing.add(f"{error.name} not installed" + (f" ({INSTALL_HINT})" if name == "ort" else ""))
+    return found
+
+
+def fmt(value, spec, width):
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}{spec}}"
+
+
+def measure(quick, trials, repeat, min_repeat_ms, missing):
+    """One row of measurements per case."""
+    rows = []
+    for name, model, shape in cases(quick):
+        x = np.random.default_rng(sum(shape)).random(shape, dtype="float32")
+        want = model.forward_numpy(x)
+        base = baselines(model, shape, missing)
+        notes = [f"{label} WRONG RESULT (max err {err:.2g})" for label, err in
+                 ((label, float(np.abs(b.output(x) - want).max())) for label, b in base.items())
+                 if err > 1e-3]
+        before = {label: numpy_seconds(lambda: b.run(x), repeat, min_repeat_ms) for label, b in base.items()}
+        mod = model.to_relax(shape)
+        runs = {level: compiled(mod, options, x, want, repeat, min_repeat_ms)
+                for level, options in LEVELS.items()}
+        if trials:
+            start = time.perf_counter()
+            tuned = tuned_module(mod, trials)
+            notes.append(f"tuning {time.perf_counter() - start:.0f} s")
+            runs["tuned"] = compiled(tuned, {}, x, want, repeat, min_repeat_ms)
+        seconds = {label: min(before[label], numpy_seconds(lambda: b.run(x), repeat, min_repeat_ms))
+                   for label, b in base.items()}
+        notes += [f"{level} WRONG RESULT (max err {run['err']:.2g})"
+                  for level, run in runs.items() if run["err"] > 1e-3]
+        seconds.update({level: run["seconds"] for level, run in runs.items()})
+        rows.append({"name": name, "shape": shape, "base": base, "runs": runs, "seconds": seconds,
+                     "notes": notes, "bytes": {label: b.bytes_allocated(x) for label, b in base.items()
+                                               if b.bytes_allocated is not None}})
+        print(f"  measured {name} {'x'.join(map(str, shape))}", file=sys.stderr, flush=True)
+    return rows
+
+
+def print_tables(rows):
+    columns = ["numpy", "ort", "torch", "O0", "fold", "O1", "tuned"]
+    header = (f"{'model':<21} {'input':<12}" + "".join(f" {c + ' ms':>9}" for c in columns)
+              + f" {'kernels ort/torch/O0/fold/O1/tuned':>34}  note")
+    print(header + "\n" + "-" * len(header))
+    for row in rows:
+        base, runs, sec = row["base"], row["runs"], row["seconds"]
+        kernels = [("-" if "ort" not in base else str(base["ort"].kernels)),
+                   ("-" if "torch" not in base else str(base["torch"].kernels))]
+        kernels += [str(run["kernels"]) for run in runs.values()]
+        print(f"{row['name']:<21} {'x'.join(map(str, row['shape'])):<12}"
+              + "".join(" " + fmt(None if c not in sec else sec[c] * 1e3, ".3f", 9) for c in columns)
+              + f" {'/'.join(kernels):>34}  " + "; ".join(row["notes"]))
+
+    print("\nratios: baseline time / ours (above 1: ours is faster); fold/O1 = what fusion, "
+          "default schedules and planning gain; O1/tuned = what tuning adds")
+    pairs = [(b, o) for o in ("O1", "tuned") for b in ("numpy", "ort", "torch")]
+    header = (f"{'model':<21} {'input':<12}" + "".join(f" {b[:5] + ' / ' + o:>13}" for b, o in pairs)
+              + f" {'fold/O1':>8} {'O1/tuned':>8}")
+    print(header + "\n" + "-" * len(header))
+    for row in rows:
+        sec = row["seconds"]
+
+        def ratio(a, b):
+            return sec[a] / sec[b] if a in sec and b in sec else None
+        print(f"{row['name']:<21} {'x'.join(map(str, row['shape'])):<12}"
+              + "".join(" " + fmt(ratio(b, o), ".3f", 13) for b, o in pairs)
+              + f" {fmt(ratio('fold', 'O1'), '.2f', 8)} {fmt(ratio('O1', 'tuned'), '.2f', 8)}")
+
+    print("\nmemory per inference (bytes). plan: relax.transform.memory_stats at O1 (tensors one "
+          "allocation each -> shared storages; peak in use without/with the plan). VM first call: "
+          "vm.memory_stats()['bytes_allocated'] (output and planned storages included); VM O1 "
+          "again: a later call, storages reused. traced peak: most bytes held at once in a call, "
+          "by tracemalloc. torch: bytes its ops allocate in a call (profiler, profile_memory)")
+    header = (f"{'model':<21} {'input':<12} {'plan: naive':>11} {'planned':>8} {'tens->stor':>10} "
+              f"{'peak unpl':>9} {'peak plan':>9} {'VM O0':>8} {'VM fold':>8} {'VM O1':>8} "
+              f"{'fold/O1':>7} {'fallback':>8} {'O1 again':>8} {'peak np':>8} {'peak O1':>8} "
+              f"{'torch':>8}")
+    print(header + "\n" + "-" * len(header))
+    for row in rows:
+        runs, nbytes = row["runs"], row["bytes"]
+        plan, o1 = runs["O1"]["plan"], runs["O1"]
+        allocated = [runs[level]["vm"]["bytes_allocated"] for level in LEVELS]
+        print(f"{row['name']:<21} {'x'.join(map(str, row['shape'])):<12} {plan['naive_bytes']:>11} "
+              f"{plan['planned_bytes']:>8} {str(plan['tensors']) + '->' + str(plan['storages']):>10} "
+              f"{plan['unplanned_peak_bytes']:>9} {plan['planned_peak_bytes']:>9}"
+              + "".join(f" {vm_bytes:>8}" for vm_bytes in allocated)
+              + f" {allocated[1] / allocated[2]:>7.2f} {o1['vm']['plan_fallbacks']:>8} {o1['again']:>8}"
+              f" {nbytes['numpy']:>8} {o1['traced']:>8} {fmt(nbytes.get('torch'), '', 8)}")
+
+
+def print_targets(rows, quick):
+    """The targets, each with its measured value and PASS or MISS; never asserted."""
+    def seconds(name, batch, key):
+        row = next((r for r in rows if r["name"] == name and r["shape"][0] == batch), None)
+        if row is None:
+            raise LookupError("not measured" + (" (--quick)" if quick else ""))
+        if key not in row["seconds"]:
+            raise LookupError(f"no {key} time (not installed)")
+        return row["seconds"][key]
+
+    def extreme(pick, value_of, what, selected=rows):
+        """The lowest or highest value_of(row) over ``selected``, and which row it is."""
+        if not selected:
+            raise LookupError("not measured")
+        at = pick(selected, key=value_of)
+        return value_of(at), f" ({what}: {at['name']} batch {at['shape'][0]})"
+
+    def time_ratio(name, batch, baseline, ours):
+        return seconds(name, batch, baseline) / seconds(name, batch, ours), ""
+    targets = [
+        ("mlp 784-256-10 batch 64, default schedules (O1) >= 1.0x numpy", lambda v: v >= 1.0, "x",
+         lambda: time_ratio("mlp 784-256-10", 64, "numpy", "O1")),
+        ("mlp 784-256-10 batch 64, tuned >= onnxruntime", lambda v: v >= 1.0, "x",
+         lambda: time_ratio("mlp 784-256-10", 64, "ort", "tuned")),
+        ("mlp 64-64-10 batch 1, O1 latency <= 2x onnxruntime's", lambda v: v <= 2.0, "x (O1 / ort)",
+         lambda: time_ratio("mlp 64-64-10", 1, "O1", "ort")),
+        ("cnn batch 8, default schedules (O1) >= 3x numpy", lambda v: v >= 3.0, "x",
+         lambda: time_ratio("cnn conv-pool-linear", 8, "numpy", "O1")),
+        ("no model slower after fusion (fold / O1 >= 1 on every row)", lambda v: v >= 1.0, "x",
+         lambda: extreme(min, lambda r: r["seconds"]["fold"] / r["seconds"]["O1"], "lowest")),
+        ("planned peak memory <= unplanned (memory_stats, every row)", lambda v: v <= 1.0, "",
+         lambda: extreme(max, lambda r: r["runs"]["O1"]["plan"]["planned_peak_bytes"]
+                         / max(r["runs"]["O1"]["plan"]["unplanned_peak_bytes"], 1),
+                         "highest planned/unplanned")),
+        ("relax.build of the CNN (default options) < 0.5 s", lambda v: v < 0.5, " s",
+         lambda: extreme(max, lambda r: r["runs"]["O1"]["build_s"], "slowest",
+                         [r for r in rows if r["name"].startswith("cnn")]))]
+    print("\ntargets (measured in this run; PASS/MISS is printed, never asserted)")
+    for label, passes, unit, value_of in targets:
+        try:
+            value, where = value_of()
+        except LookupError as why:
+            print(f"  SKIP  {label}: {why.args[0]}")
+            continue
+        print(f"  {'PASS' if passes(value) else 'MISS':<5} {label}: {value:.3g}{unit}{where}")
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="batch 1 only, fewer repeats")
     args = parser.parse_args(argv)
-    repeat, min_repeat_ms = (3, 20) if args.quick else (7, 100)
-
+    repeat, min_repeat_ms, trials = (3, 20, 8) if args.quick else (7, 100, 32)
+    try:
+        from threadpoolctl import threadpool_limits
+        limits, blas = threadpool_limits(limits=THREADS), "numpy's BLAS (threadpoolctl)"
+    except ImportError:
+        limits = contextlib.nullcontext()
+        blas = "numpy's BLAS left at its default (threadpoolctl not installed)"
     print(f"whole models, float32, target {TARGET!r}; median of {repeat} repeats of >= "
-          f"{min_repeat_ms} ms; x numpy = numpy time / ours; numpy threads: OpenBLAS default "
-          f"(OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}); "
-          f"{os.cpu_count()} cores")
-    header = (f"{'model':<21} {'input':<12} {'numpy ms':>9} {'O0 ms':>8} {'fold ms':>8} {'O1 ms':>8} "
-              f"{'O0 x np':>8} {'fold x np':>9} {'O1 x np':>8} {'fold/O1':>7} {'kernels O0/fold/O1':>18}"
-              f"  note")
-    print(header)
-    print("-" * len(header))
-    memory_rows = []
-    for name, model, shape in cases(args.quick):
-        x = np.random.default_rng(sum(shape)).random(shape, dtype="float32")
-        want = model.forward_numpy(x)
-        before = numpy_seconds(lambda: model.forward_numpy(x), repeat, min_repeat_ms)
-        runs = {level: compiled(model, shape, options, x, want, repeat, min_repeat_ms)
-                for level, options in LEVELS.items()}
-        numpy_s = min(before, numpy_seconds(lambda: model.forward_numpy(x), repeat, min_repeat_ms))
-        o0, fold, o1 = runs["O0"], runs["fold"], runs["O1"]
-        notes = [f"{level} WRONG RESULT (max err {run['err']:.2g})"
-                 for level, run in runs.items() if run["err"] > 1e-3]
-        kernels = "/".join(str(run["kernels"]) for run in runs.values())
-        print(f"{name:<21} {'x'.join(map(str, shape)):<12} {numpy_s * 1e3:>9.3f}"
-              + "".join(f" {run['seconds'] * 1e3:>8.3f}" for run in runs.values())
-              + f" {numpy_s / o0['seconds']:>8.3f} {numpy_s / fold['seconds']:>9.3f} "
-              f"{numpy_s / o1['seconds']:>8.3f} {fold['seconds'] / o1['seconds']:>7.2f} "
-              f"{kernels:>18}  " + "; ".join(notes), flush=True)
-        memory_rows.append((name, shape, runs))
-
-    print("\nintermediate memory per inference (bytes): the plan's prediction, from "
-          "relax.transform.memory_stats(ex.mod) at O1 (tensors one allocation each -> shared "
-          "storages), and what the VM allocated (vm.memory_stats()['bytes_allocated'], output "
-          "included) at each level; fold/O1 is what fusion and the plan save together")
-    header = (f"{'model':<21} {'input':<12} {'plan: naive':>12} {'planned':>9} {'tensors':>8} "
-              f"{'storages':>8} {'VM O0':>9} {'VM fold':>9} {'VM O1':>9} {'fold/O1':>7} {'fallbacks':>9}")
-    print(header)
-    print("-" * len(header))
-    for name, shape, runs in memory_rows:
-        plan, vm1 = runs["O1"]["plan"], runs["O1"]["vm"]
-        allocated = [run["vm"]["bytes_allocated"] for run in runs.values()]
-        print(f"{name:<21} {'x'.join(map(str, shape)):<12} {plan['naive_bytes']:>12} "
-              f"{plan['planned_bytes']:>9} {plan['tensors']:>8} {plan['storages']:>8}"
-              + "".join(f" {nbytes:>9}" for nbytes in allocated)
-              + f" {allocated[1] / allocated[2]:>7.2f} {vm1['plan_fallbacks']:>9}")
-
-    build_times = [run["build_s"] for _, _, runs in memory_rows for run in runs.values()]
-    print(f"\nrelax.build latency (llvm, all models and levels above): median "
+          f"{min_repeat_ms} ms; tuned: {trials} trials of tune_relax per model and batch; "
+          f"{os.cpu_count()} cores\nthreads: {THREADS} everywhere: {TARGET!r} (num-cores unset: "
+          f"all cores), {blas}, onnxruntime intra_op_num_threads, torch.set_num_threads")
+    missing = set()
+    with limits:
+        rows = measure(args.quick, trials, repeat, min_repeat_ms, missing)
+    for line in sorted(missing):
+        print(line)
+    print_tables(rows)
+    print_targets(rows, args.quick)
+    build_times = [run["build_s"] for row in rows for level, run in row["runs"].items() if level in LEVELS]
+    print(f"\nrelax.build latency ({TARGET}, all models, levels O0/fold/O1): median "
           f"{statistics.median(build_times) * 1e3:.0f} ms, max {max(build_times) * 1e3:.0f} ms")
 
 
