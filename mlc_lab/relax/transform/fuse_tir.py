@@ -39,6 +39,7 @@ from ...tir.expr import Call as TirCall, IntImm, Select, Var as TirVar
 from ...tir.function import PrimFunc
 from ...tir.functor import StmtExprMutator, StmtExprVisitor
 from ...tir.schedule import Schedule, ScheduleError
+from ...tir.schedule.lookup import child_blocks
 from ...tir.stmt import Block, BlockRealize, BufferStore, For, IterVar, seq
 from ...tir.stmt_functor import post_order_visit
 from ..expr import Call, Function, Tuple, TupleGetItem, Var
@@ -163,9 +164,9 @@ def inline_intermediates(func: PrimFunc) -> PrimFunc:
 def _inline_one(sch: Schedule) -> bool:
     """Inline one block; False when no candidate is accepted. Candidates are screened first so
     the primitives (whose refusals print the function) only see likely ones."""
-    root = sch.mod["main"].body.block
-    blocks = _TopBlocks.of(root)
-    intermediate = {id(b) for b in root.alloc_buffers}
+    root = sch.mod["main"].body
+    blocks = [realize.block for realize in child_blocks(root)]
+    intermediate = {id(b) for b in root.block.alloc_buffers}
     writer = {id(b.body.buffer): b for b in blocks if _is_plain_store(b)}
     for block in blocks:
         if (_is_plain_store(block) and id(block.body.buffer) in intermediate
@@ -199,22 +200,6 @@ def _accepted(primitive, block: Block) -> bool:
     except ScheduleError:
         return False
     return True
-
-
-class _TopBlocks(StmtExprVisitor):
-    """The blocks directly under the root block (through loops), in program order."""
-
-    def __init__(self):
-        self.blocks = []
-
-    @classmethod
-    def of(cls, root: Block) -> list:
-        found = cls()
-        found.visit(root.body)
-        return found.blocks
-
-    def visit_Block(self, block: Block):
-        self.blocks.append(block)
 
 
 def _missing(name: str, arg):
