@@ -171,12 +171,13 @@ def _default_candidate(mod, target) -> Candidate | None:
     """The default schedule of a kernel named "main" (as tune_relax's tasks are) as a
     candidate, or None where the rules do not apply."""
     from ..relax.transform.default_schedule import default_schedule, vector_machine
+    from ..relax.transform.default_schedule_rules import Unschedulable
     machine = vector_machine(target)
     if machine is None or "main" not in [gv.name_hint for gv in mod.functions]:
         return None
     try:
         _, sch = default_schedule(mod["main"], *machine)
-    except Exception as err:   # Unschedulable or a refusing primitive: no starting point
+    except (Unschedulable, ScheduleError) as err:   # no rule fits: no starting point
         logger.info("no default schedule to start from: %s", err)
         return None
     return Candidate(sch, sch.trace.as_json())
