@@ -1,7 +1,11 @@
 """The llvm backend on hand-written lowered functions: every result is compared with numpy and
 with the reference interpreter."""
 import math
+import os
 import re
+import subprocess
+import sys
+import textwrap
 import threading
 
 import numpy as np
@@ -390,6 +394,41 @@ def test_parallel_chunks_run_on_two_threads_at_once():
     assert sorted((lo, hi) for lo, hi, _ in seen) == [(0, 50), (50, 100)]
     assert len({name for _, _, name in seen}) == 2
     np.testing.assert_allclose(b, a.reshape(100, 64).sum(1), rtol=1e-4, atol=1e-5)
+
+
+def test_parallel_loops_run_on_openmp_where_libgomp_loads():
+    # Every machine with gcc has libgomp; the thread pool is the fallback for those without.
+    assert llvm_runtime.parallel_backend() == "openmp"
+
+
+def test_a_failing_chunk_fails_the_call_and_names_the_cause():
+    def hook(begin, end):
+        if begin:
+            raise ValueError(f"chunk at {begin} refused")
+    compiled = compile_one(parallel_rows, **{"num-cores": 2})
+    llvm_runtime.set_chunk_hook(hook)
+    try:
+        with pytest.raises(RuntimeError, match="a parallel loop failed: ValueError..chunk at 50 refused"):
+            compiled(rand(6400), np.zeros(100, "float32"), 64)
+    finally:
+        llvm_runtime.set_chunk_hook(None)
+
+
+def test_thread_pool_fallback_gives_the_same_results():
+    script = textwrap.dedent("""
+        import numpy as np, tests.test_codegen_llvm as t
+        from mlc_lab.runtime import llvm_runtime
+        assert llvm_runtime.parallel_backend() == "python"
+        a = np.arange(6400, dtype="float32") / 6400
+        b = np.zeros(100, "float32")
+        t.compile_one(t.parallel_rows, **{"num-cores": 2})(a, b, 64)
+        np.testing.assert_allclose(b, a.reshape(100, 64).sum(1), rtol=1e-5)
+        print("ok")
+    """)
+    env = {**os.environ, "MLC_LAB_PARALLEL": "python"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
 @T.prim_func

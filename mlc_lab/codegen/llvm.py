@@ -18,7 +18,7 @@ A parallel loop's body becomes an internal function ``i32 body(i64 begin, i64 en
 running iterations [begin, end); the closure is a struct holding every value the body uses from
 outside (buffer pointers, scalars, enclosing loop and let variables, the loop's start). The
 caller packs it and calls ``i32 mlc_parallel_for(ptr body, i64 extent, ptr closure)``, which the
-runtime implements with a thread pool.
+runtime implements (``mlc_lab.runtime.parallel``: OpenMP, or a thread pool).
 """
 from __future__ import annotations
 

@@ -1,15 +1,14 @@
-"""Running the llvm target: JIT-compile rendered LLVM IR (llvmlite MCJIT), run parallel loops on a
-thread pool, and call compiled functions on numpy arrays.
+"""Running the llvm target: JIT-compile rendered LLVM IR (llvmlite MCJIT), run parallel loops
+(``mlc_lab.runtime.parallel``), and call compiled functions on numpy arrays.
 
     fns = build_llvm({"add": lowered_add}, "llvm -num-cores=2")
     fns["add"](a, b, c)                      # numpy arrays / NDArrays and scalars, in param order
     print(fns["add"].get_source("asm"))
 
 Compiled functions are called through ctypes, which releases the GIL for the call. A parallel
-loop calls ``mlc_parallel_for`` (a ctypes callback registered with the JIT): it splits the
-iterations into one chunk per core and runs the chunks on a persistent pool whose workers call
-the loop body through ctypes too, so the chunks run on real cores at the same time. The calling
-convention itself is documented in ``mlc_lab.codegen.llvm``.
+loop calls ``mlc_parallel_for``, which runs one chunk of iterations per core at the same time
+(OpenMP where libgomp is found, else a thread pool). The calling convention itself is
+documented in ``mlc_lab.codegen.llvm``.
 """
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ import sys
 import tempfile
 import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -32,78 +30,25 @@ from ..tir.buffer import Buffer
 from .interpreter_expr import Evaluator
 from .module import bind_arguments
 from .ndarray import NDArray
+from . import parallel
 
-_BODY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
-_PARALLEL_FOR = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)
 _BOUNDS_ERROR = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_int64)
 _CTYPES = {"bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16,
            "int32": ctypes.c_int32, "int64": ctypes.c_int64, "uint8": ctypes.c_uint8,
            "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
            "float32": ctypes.c_float, "float64": ctypes.c_double}
 
-# Per thread: the core count of the compiled call running on it, and the last error reported.
-_state = threading.local()
-_pools: dict[int, ThreadPoolExecutor] = {}
 _lock = threading.Lock()
-_chunk_hook = None
 _setup_done = False
-
-
-def set_chunk_hook(hook) -> None:
-    """Debugging aid: call ``hook(begin, end)`` on the worker thread before each chunk of a
-    parallel loop runs (None turns it off). An exception from the hook fails the call."""
-    global _chunk_hook
-    _chunk_hook = hook
-
-
-def thread_pool(num_cores: int) -> ThreadPoolExecutor:
-    """The persistent pool that runs parallel loops of functions built with ``-num-cores``."""
-    with _lock:
-        if num_cores not in _pools:
-            _pools[num_cores] = ThreadPoolExecutor(num_cores, thread_name_prefix=f"mlc_lab-cpu{num_cores}")
-        return _pools[num_cores]
-
-
-def _split(extent: int, parts: int) -> list[tuple[int, int]]:
-    parts = max(1, min(parts, extent))
-    bounds = [extent * k // parts for k in range(parts + 1)]
-    return [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi > lo]
-
-
-def _run_chunk(body, begin: int, end: int, closure: int):
-    _state.error = None
-    if _chunk_hook is not None:
-        _chunk_hook(begin, end)
-    status = body(begin, end, closure)
-    return status, getattr(_state, "error", None)
-
-
-def _parallel_for(body_address: int, extent: int, closure: int) -> int:
-    try:
-        if extent <= 0:
-            return STATUS_OK
-        body = _BODY(body_address)
-        pool = thread_pool(getattr(_state, "num_cores", 1))
-        futures = [pool.submit(_run_chunk, body, lo, hi, closure)
-                   for lo, hi in _split(extent, getattr(_state, "num_cores", 1))]
-        status = STATUS_OK
-        for future in futures:   # wait for every chunk: none may outlive the closure
-            chunk_status, error = future.result()
-            if chunk_status != STATUS_OK and status == STATUS_OK:
-                status, _state.error = chunk_status, error
-        return status
-    except BaseException as exc:  # an exception must not cross into compiled code
-        _state.error = exc
-        return STATUS_RUNTIME_ERROR
+set_chunk_hook = parallel.set_chunk_hook
 
 
 def _bounds_error(buffer_id: int, index: int) -> None:
-    _state.error = (buffer_id, index)
+    parallel.record_error((buffer_id, index))
 
 
-# Module-level so the callbacks live as long as the process (the JIT holds their addresses).
-_CALLBACKS = {"mlc_parallel_for": _PARALLEL_FOR(_parallel_for),
-              "mlc_bounds_error": _BOUNDS_ERROR(_bounds_error)}
+# Module-level so the callback lives as long as the process (the JIT holds its address).
+_BOUNDS_CALLBACK = _BOUNDS_ERROR(_bounds_error)
 
 
 def _setup() -> None:
@@ -113,9 +58,17 @@ def _setup() -> None:
             return
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        for name, callback in _CALLBACKS.items():
-            llvm.add_symbol(name, ctypes.cast(callback, ctypes.c_void_p).value)
+        llvm.add_symbol("mlc_bounds_error", ctypes.cast(_BOUNDS_CALLBACK, ctypes.c_void_p).value)
+        target = llvm.Target.from_default_triple()
+        parallel.install(target.create_target_machine(cpu=llvm.get_host_cpu_name(), opt=2))
         _setup_done = True
+
+
+def parallel_backend() -> str:
+    """What runs parallel loops in this process: ``"openmp"`` or ``"python"`` (see
+    ``mlc_lab.runtime.parallel``)."""
+    _setup()
+    return parallel.backend()
 
 
 def host_target_machine(mcpu: str | None = None):
@@ -248,7 +201,7 @@ class LLVMFunction:
         shape_values = self._shape_values(values, env)
         c_args = [v.ctypes.data if isinstance(p, Buffer) else v
                   for p, v in zip(self.func.params, values)] + shape_values
-        _state.num_cores, _state.error = self.num_cores, None
+        parallel.prepare(self.num_cores)
         status = self._cfunc(*c_args)
         for original, contiguous in write_back:
             if original.flags.writeable:
@@ -261,7 +214,7 @@ class LLVMFunction:
         parameter, with no checking at all: for callers such as the VirtualMachine that checked
         one call with the same shapes through ``self(...)``. Only for a function that
         ``takes_addresses`` (buffer parameters only, no symbolic shapes)."""
-        _state.num_cores, _state.error = self.num_cores, None
+        parallel.prepare(self.num_cores)
         status = self._cfunc(*addresses)
         if status != STATUS_OK:
             raise self._error(status, [None] * len(addresses), {})
@@ -288,7 +241,7 @@ class LLVMFunction:
         return [known[v] for v in self.abi.shape_vars]
 
     def _error(self, status: int, originals: list, env: dict) -> Exception:
-        error = getattr(_state, "error", None)
+        error = parallel.last_error()
         if status == STATUS_OUT_OF_BOUNDS and isinstance(error, tuple):
             buffer_id, index = error
             info = self.abi.buffers[buffer_id]
