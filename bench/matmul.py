@@ -133,7 +133,7 @@ def main(argv=None):
             row(label, seconds, note)
         print(f"{n:>5} {'best 1 -> 2 cores':<22} speed-up "
               f"{timings['best (1 core)'] / timings['best (2 cores)']:.2f}x"
-              + ("  (best keeps n this small on one core)" if 2 * n ** 3 < mm.MIN_PARALLEL_FLOPS
+              + ("  (best keeps n this small on one core)" if 2 * n ** 3 < mm.min_parallel_flops()
                  else ""), flush=True)
     print(f"\nbuild latency, mm_relu 128 for llvm (median of 3): {build_latency() * 1e3:.0f} ms")
 

@@ -225,7 +225,7 @@ def test_scheduling_twice_changes_nothing_and_parallel_needs_cores_and_work():
     assert structural_equal(DefaultSchedule("llvm -num-cores=2")(once), once)
     assert "parallel" in loop_kinds(once["matmul"])          # 67 MFLOP on two cores
     assert "parallel" not in loop_kinds(DefaultSchedule("llvm -num-cores=1")(mod)["matmul"])
-    small = relax.transform.LegalizeOps()(graph([(64, 64), (64, 64)], R.matmul))
+    small = relax.transform.LegalizeOps()(graph([(16, 16), (16, 16)], R.matmul))   # 8 KFLOP
     assert "parallel" not in loop_kinds(DefaultSchedule("llvm -num-cores=2")(small)["matmul"])
 
 

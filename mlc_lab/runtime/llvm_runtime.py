@@ -71,6 +71,11 @@ def parallel_backend() -> str:
     return parallel.backend()
 
 
+def min_parallel_flops() -> float:
+    """The least work (flops) worth a parallel loop with this process's parallel backend."""
+    return parallel.MIN_PARALLEL_FLOPS[parallel_backend()]
+
+
 def host_target_machine(mcpu: str | None = None):
     """The machine code is generated for: the host CPU with its features, or ``mcpu`` (a CPU
     name LLVM knows) with that CPU's own features."""

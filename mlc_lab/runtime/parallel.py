@@ -221,6 +221,11 @@ class _OpenMP:
     """The ``mlc_parallel_for`` above, JIT-compiled once against a loaded libgomp."""
 
     def __init__(self, library: str, machine):
+        if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
+            # Idle workers spin about 10 microseconds (not libgomp's default of up to 0.2 s)
+            # before sleeping: enough for back-to-back kernels, and they leave the cores to numpy
+            # and to other programs soon after. Read when libgomp loads.
+            os.environ["GOMP_SPINCOUNT"] = "10000"
         llvm.load_library_permanently(library)
         self.library = library
         self._set_threads = ctypes.CDLL(library).omp_set_num_threads
@@ -255,6 +260,11 @@ def install(machine) -> str:
     if _hook is not None:
         set_chunk_hook(_hook)
     return backend()
+
+
+# The least work (flops) for which a loop split over the cores beats one core: forking and
+# joining costs about 1 microsecond with OpenMP and 0.1 ms with the thread pool.
+MIN_PARALLEL_FLOPS = {"openmp": 5e4, "python": 5e7}
 
 
 def backend() -> str:

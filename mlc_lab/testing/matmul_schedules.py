@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .. import te, tir
 from ..ir import IRModule
-from ..relax.transform.default_schedule_rules import MIN_PARALLEL_FLOPS
+from ..runtime.llvm_runtime import min_parallel_flops
 from ..tir.function import PrimFunc
 
 VECTOR_LANES = 16  # float32 lanes in one AVX-512 register
@@ -115,7 +115,7 @@ def best_schedule(n: int, num_cores: int = 2, relu: bool = False,
       2 x 16 (outer unrolled, inner vectorized, one zmm register).
     * Cores. The fused tile loop has (n / 8) * (n / 32) iterations (4096 at n = 1024), so it
       splits evenly over num_cores; it is parallel only when the matmul is big enough
-      (MIN_PARALLEL_FLOPS) to pay for waking the thread pool. The packing copy stays serial.
+      (``min_parallel_flops()``) to pay for forking threads. The packing copy stays serial.
     * With relu=True the write-back of Y is inlined into the ReLU block, which moves under the
       tile loop: the ReLU reads the accumulator directly and Y is never stored.
 
@@ -147,7 +147,7 @@ def best_schedule(n: int, num_cores: int = 2, relu: bool = False,
     k0, k1 = sch.split(k, [None, k_unroll])
     sch.reorder(j0, i0, k0, k1, i1, j1_0, j1_1)
     tile = sch.fuse(j0, i0)
-    if num_cores > 1 and 2 * n ** 3 >= MIN_PARALLEL_FLOPS:
+    if num_cores > 1 and 2 * n ** 3 >= min_parallel_flops():
         sch.parallel(tile)
     sch.unroll(k1)
     sch.unroll(i1)

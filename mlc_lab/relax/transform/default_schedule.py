@@ -10,8 +10,8 @@ Each kernel gets the rule of its most demanding block (``default_schedule_rules`
     only spatial blocks              "elementwise"       vector inner loop
 
 First every spatial intermediate with one spatial consumer is inlined into it (a bias add into
-its ReLU); the loops are parallel only when the target has several cores and the kernel at least
-``MIN_PARALLEL_FLOPS`` of work. The rule's name is stored in the kernel's "default_schedule"
+its ReLU); the loops are parallel only when the target has several cores and the kernel enough work to
+pay for the fork (``llvm_runtime.min_parallel_flops()``: 5e4 flops with OpenMP). The rule's name is stored in the kernel's "default_schedule"
 attribute; ``default_schedule_report(mod)`` lists them.
 
 A kernel a rule cannot handle (a symbolic shape, an index read from memory, loops already
@@ -53,7 +53,8 @@ from ...tir.function import PrimFunc
 from ...tir.schedule import Schedule, ScheduleError
 from ...tir.stmt_functor import post_order_visit
 from ...tir import dtype, stmt as S
-from .default_schedule_rules import (MIN_PARALLEL_FLOPS, Unschedulable, inline_elementwise,
+from ...runtime.llvm_runtime import min_parallel_flops
+from .default_schedule_rules import (Unschedulable, inline_elementwise,
                                      reduce, tile_reduction, vectorize_spatial)
 
 ATTR = "default_schedule"
@@ -108,7 +109,7 @@ def default_schedule(func: PrimFunc, lanes: int = 16, cores: int = 1) -> tuple[s
                                            VerifyModule)
     sch = Schedule(func, debug_mask=0)
     _check_unscheduled(func)
-    parallel = cores > 1 and estimate_flops(func) >= MIN_PARALLEL_FLOPS
+    parallel = cores > 1 and estimate_flops(func) >= min_parallel_flops()
     rule = _apply_rules(sch, _lanes(func, lanes), parallel)
     RewriteParallelVectorizeUnroll().apply(sch)
     RewriteReductionBlock().apply(sch)

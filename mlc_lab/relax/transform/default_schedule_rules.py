@@ -25,9 +25,6 @@ from ...tir.schedule import ScheduleError
 from ...tir.schedule.primitives.common import const_int
 from ...tir.stmt_functor import loads_in, uses_var
 
-# Below this much work (a matmul with n < 300) a kernel takes less time on one core than handing a
-# loop to the thread pool costs (~0.1 ms); mlc_lab.testing.matmul_schedules follows it too.
-MIN_PARALLEL_FLOPS = 5e7
 MAX_ROWS = 8               # rows of a register tile: 8 x 2 vectors = 16 of the 32 AVX-512 registers
 K_UNROLL = 4               # reduction steps per unrolled body of a register tile
 UNROLL_STEPS = 64          # innermost iterations unrolled: the tile and its reduction steps

@@ -12,7 +12,7 @@ class LLVMBackend(Backend):
     kind = "llvm"
     capabilities = Capabilities(
         device_type="cpu",
-        supports_parallel=True,            # one level of T.parallel, on a thread pool
+        supports_parallel=True,            # one level of T.parallel (OpenMP or a thread pool)
         supports_nested_parallel=False,
         supports_vector=True,
         vector_lanes=(2, 4, 8, 16),        # Ramp/Broadcast widths that map to SIMD registers
