@@ -141,13 +141,22 @@ def _plan(buffer: Buffer, owner: S.Block, uses: list, carried: set):
     if not any(scope is owner for scope in common):
         return None
     owner_at = next(k for k, scope in enumerate(common) if scope is owner)
-    common = _lift(common, buffer.scope, carried)
+    common = _lift(common, carried)
     common = common[:_first_loop_reading_earlier_iterations(common, owner_at, uses)]
-    if len(common) <= owner_at:
+    # Threads that share the buffer share one copy: it lives outside their loops. In shared
+    # memory it holds what all of them touch (those loops relaxed) while loops inside them stay
+    # fixed: a tile fetched per step of k holds one step's tile, and barriers keep the block's
+    # threads in step. Global memory has no barrier across blocks: every loop inside is relaxed.
+    sharing = [s for s in common if isinstance(s, S.For) and _shared_across(s, buffer.scope)]
+    placed = common[:common.index(sharing[0])] if sharing else common
+    if sharing and storage_rank(buffer.scope) == "global":
+        common = placed
+    if len(placed) <= owner_at:
         return None   # the place it needs is outside its block: lower_blocks allocates it there
-    place = common[-1]
-    known = {s.loop_var: loop_range(s) for s in common if isinstance(s, S.For)}
-    box = _hull(uses, len(common), known)
+    place = placed[-1]
+    known = {s.loop_var: loop_range(s) for s in common
+             if isinstance(s, S.For) and not any(s is t for t in sharing)}
+    box = _hull(uses, len(common), known, relaxed=sharing)
     shape, offsets = [], []
     for dim, interval in zip(buffer.shape, box):
         extent = None if interval is None or buffer.strides else _extent(interval, known)
@@ -161,13 +170,12 @@ def _plan(buffer: Buffer, owner: S.Block, uses: list, carried: set):
     return _Plan(buffer, new, offsets, owner, place)
 
 
-def _lift(common: list, scope: str, carried: set) -> list:
+def _lift(common: list, carried: set) -> list:
     """The scopes above the allocation, cut above every loop it may not live inside: vectorized
-    loops, loops a reduction into it runs over (its value must persist across their iterations),
-    and the thread loops whose threads share one copy of the buffer."""
+    loops and loops a reduction into it runs over (its value must persist across their
+    iterations)."""
     for k, node in enumerate(common):
-        if isinstance(node, S.For) and (node.kind == "vectorized" or id(node.loop_var) in carried
-                                        or _shared_across(node, scope)):
+        if isinstance(node, S.For) and (node.kind == "vectorized" or id(node.loop_var) in carried):
             return common[:k]
     return common
 
@@ -193,11 +201,13 @@ def _first_loop_reading_earlier_iterations(common: list, owner_at: int, uses: li
     return len(common)
 
 
-def _hull(uses: list, depth: int, known: dict):
-    """The union of the uses' boxes with every loop deeper than ``depth`` scopes relaxed."""
+def _hull(uses: list, depth: int, known: dict, relaxed=()):
+    """The union of the uses' boxes with every loop deeper than ``depth`` scopes relaxed, and the
+    loops ``relaxed``."""
     box = None
     for use in uses:
-        inner = {s.loop_var: loop_range(s) for s in use.path[depth:] if isinstance(s, S.For)}
+        inner = {s.loop_var: loop_range(s) for s in (*use.path[depth:], *relaxed)
+                 if isinstance(s, S.For)}
         use_box = [_relax_dim(lo, hi, inner, known, use.guards) for lo, hi in use.box]
         box = use_box if box is None else [_union(a, b, known) for a, b in zip(box, use_box)]
     return box

@@ -1,0 +1,135 @@
+"""The GPU programs the course schedules, each as a ``tir.Schedule`` ready to build for "cuda" or
+"cuda-sim": vector add, window sum (with and without shared memory), and matmul with block
+tiling (``matmul_blocked``) and shared-memory tiling (``matmul_shared``).
+
+>>> import numpy as np, mlc_lab
+>>> from mlc_lab.testing import gpu_schedules as gs
+>>> lib = mlc_lab.build(gs.vector_add(1024).mod, target="cuda-sim")
+>>> a, b = np.random.rand(1024).astype("float32"), np.random.rand(1024).astype("float32")
+>>> c = mlc_lab.nd.empty((1024,), "float32")
+>>> lib["main"](mlc_lab.nd.array(a), mlc_lab.nd.array(b), c)
+>>> np.testing.assert_allclose(c.numpy(), a + b)
+
+Every function is called "main"; ``arrays(name, n)`` makes inputs and the expected output.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import te, tir
+from ..ir import IRModule
+from .matmul_schedules import matmul
+
+
+def vector_add_func(n: int = 1024):
+    A = te.placeholder((n,), "float32", "A")
+    B = te.placeholder((n,), "float32", "B")
+    C = te.compute((n,), lambda i: A[i] + B[i], name="C")
+    return te.create_prim_func([A, B, C], name="main")
+
+
+def window_sum_func(n: int = 1024):
+    A = te.placeholder((n + 2,), "float32", "A")
+    B = te.compute((n,), lambda i: A[i] + A[i + 1] + A[i + 2], name="C")
+    return te.create_prim_func([A, B], name="main")
+
+
+def _schedule(func) -> tir.Schedule:
+    return tir.Schedule(IRModule({"main": func.with_attr("global_symbol", "main")}))
+
+
+def vector_add(n: int = 1024, threads: int = 128) -> tir.Schedule:
+    """One thread per element: blocks of ``threads``."""
+    sch = _schedule(vector_add_func(n))
+    i, = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, [None, threads])
+    sch.bind(i0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.x")
+    return sch
+
+
+def window_sum(n: int = 1024, threads: int = 128, shared: bool = True) -> tir.Schedule:
+    """One thread per output; with ``shared`` the block first copies the ``threads + 2`` inputs it
+    needs into shared memory, each thread fetching its share (a cooperative fetch)."""
+    sch = _schedule(window_sum_func(n))
+    block = sch.get_block("C")
+    i, = sch.get_loops(block)
+    i0, i1 = sch.split(i, [None, threads])
+    sch.bind(i0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.x")
+    if shared:
+        cached = sch.cache_read(block, 0, "shared")
+        sch.compute_at(cached, i1)
+        ax = sch.get_loops(cached)[-1]
+        _, tx = sch.split(ax, [None, threads])
+        sch.bind(tx, "threadIdx.x")
+    return sch
+
+
+def matmul_blocked(n: int = 1024, local: int = 8, block: int = 8, tile_k: int = 4) -> tir.Schedule:
+    """Each thread computes a ``local`` x ``local`` tile of C in registers; a block of
+    ``block`` x ``block`` threads covers ``local * block`` rows and columns."""
+    sch = _schedule(matmul(n))
+    block_c = sch.get_block("C")
+    c_local = sch.cache_write(block_c, 0, "local")
+    i, j, k = sch.get_loops(block_c)
+    i0, i1, i2 = sch.split(i, [None, block, local])
+    j0, j1, j2 = sch.split(j, [None, block, local])
+    k0, k1 = sch.split(k, [None, tile_k])
+    sch.unroll(k1)
+    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
+    sch.reverse_compute_at(c_local, j1)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.y")
+    sch.bind(j1, "threadIdx.x")
+    sch.decompose_reduction(block_c, k0)
+    return sch
+
+
+def matmul_shared(n: int = 1024, local: int = 8, block: int = 8, tile_k: int = 8,
+                  vector: int = 4) -> tir.Schedule:
+    """``matmul_blocked`` plus shared memory: per step of k, the block's threads copy the
+    ``tile_k``-wide strips of A and B it needs into shared memory (``vector`` elements per copy,
+    1 for scalar copies) and compute from there."""
+    sch = _schedule(matmul(n))
+    block_c = sch.get_block("C")
+    c_local = sch.cache_write(block_c, 0, "local")
+    i, j, k = sch.get_loops(block_c)
+    i0, i1, i2 = sch.split(i, [None, block, local])
+    j0, j1, j2 = sch.split(j, [None, block, local])
+    k0, k1 = sch.split(k, [None, tile_k])
+    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
+    sch.reverse_compute_at(c_local, j1)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    tx = sch.fuse(i1, j1)
+    sch.bind(tx, "threadIdx.x")
+    for index in (0, 1):
+        cached = sch.cache_read(block_c, index, "shared")
+        sch.compute_at(cached, k0)
+        inner = sch.fuse(*sch.get_loops(cached)[-2:])
+        if vector > 1:
+            _, fetch_tx, vec = sch.split(inner, [None, block * block, vector])
+            sch.vectorize(vec)
+        else:
+            _, fetch_tx = sch.split(inner, [None, block * block])
+        sch.bind(fetch_tx, "threadIdx.x")
+    sch.decompose_reduction(block_c, k0)
+    return sch
+
+
+def arrays(name: str, n: int, seed: int = 0) -> tuple[list, np.ndarray]:
+    """(inputs and a zeroed output, expected output) for the program ``name``: "vector_add",
+    "window_sum" or "matmul"."""
+    rng = np.random.default_rng(seed)
+    if name == "vector_add":
+        a, b = rng.random(n, dtype="float32"), rng.random(n, dtype="float32")
+        return [a, b, np.zeros(n, "float32")], a + b
+    if name == "window_sum":
+        a = rng.random(n + 2, dtype="float32")
+        return [a, np.zeros(n, "float32")], a[:-2] + a[1:-1] + a[2:]
+    if name == "matmul":
+        a, b = rng.random((n, n), dtype="float32"), rng.random((n, n), dtype="float32")
+        return [a, b, np.zeros((n, n), "float32")], a @ b
+    raise ValueError(f"unknown program {name!r}; use 'vector_add', 'window_sum' or 'matmul'")
