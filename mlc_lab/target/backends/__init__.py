@@ -3,6 +3,6 @@
 A new backend: a module here with a Backend subclass (see ``mlc_lab.target.backend``) and a
 ``register_backend(...)`` call, imported below.
 """
-from . import llvm, python
+from . import cuda, llvm, python
 
-__all__ = ["llvm", "python"]
+__all__ = ["cuda", "llvm", "python"]

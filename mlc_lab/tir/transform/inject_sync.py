@@ -64,7 +64,7 @@ class _Planner:
             for s in stmt.seq:
                 s, state = self.stmt(s, state)
                 out.append(s)
-            return S.SeqStmt(tuple(out)), state
+            return S.seq(*out), state
         if isinstance(stmt, S.For) and self.uniform(stmt.min, stmt.extent):
             return self.loop(stmt, state)
         if isinstance(stmt, S.IfThenElse) and self.uniform(stmt.condition):
@@ -84,7 +84,7 @@ class _Planner:
         if is_sync(stmt):
             return stmt, (frozenset(), frozenset())
         needs_sync, state = self.after(stmt, state)
-        return (S.SeqStmt((sync_stmt(), stmt)) if needs_sync else stmt), state
+        return (S.seq(sync_stmt(), stmt) if needs_sync else stmt), state
 
     def after(self, node, state):
         """(whether a barrier must come before ``node``, the state after it)."""
@@ -104,7 +104,7 @@ class _Planner:
             body, end = self.stmt(loop.body, (state[0] | end[0], state[1] | end[1]))
         new = S.For(loop.loop_var, loop.min, loop.extent, loop.kind, body, loop.thread_binding,
                     loop.annotations)
-        return (S.SeqStmt((sync_stmt(), new)) if sync_before else new), \
+        return (S.seq(sync_stmt(), new) if sync_before else new), \
             (state[0] | end[0], state[1] | end[1])
 
 

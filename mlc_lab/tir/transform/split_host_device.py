@@ -92,15 +92,21 @@ def split_host_device(func: PrimFunc, target=None, name: str | None = None) -> D
     """Kernels of the lowered ``func``, checked against ``target`` (a cuda or cuda-sim Target;
     its max-threads-per-block and max-shared-memory-per-block)."""
     name = name or func.name or "main"
-    body, scratch = func.body, []
-    while isinstance(body, S.Allocate) and body.buffer.scope == "global":
-        scratch.append(body.buffer)
+    body, scratch, on_chip = func.body, [], []
+    while isinstance(body, S.Allocate):
+        # global scratch is the host's to allocate; shared or local memory left outside the
+        # kernels (lowering could not place it lower) belongs to each kernel that uses it
+        (scratch if body.buffer.scope == "global" else on_chip).append(body.buffer)
         body = body.body
     stmts = list(body.seq) if isinstance(body, S.SeqStmt) else [body]
     kernels = []
     for stmt in stmts:
         if not (isinstance(stmt, S.For) and stmt.kind == "thread_binding"):
             raise GPUError(_outside_kernel(stmt, name), func, stmt, "host code only launches kernels")
+        used = {id(b) for b in free_buffers(stmt)}
+        for buffer in on_chip:
+            if id(buffer) in used:
+                stmt = S.Allocate(buffer, stmt)
         kernel_name = f"{name}_kernel{len(kernels)}"
         kernels.append(_make_kernel(func, kernel_name, stmt, scratch))
     for kernel in kernels:
@@ -143,6 +149,13 @@ class _KernelBuilder:
             self.allocation(stmt)
             return S.Allocate(stmt.buffer, self.visit(stmt.body, bound))
         return stmt
+
+    def root(self, stmt):
+        """The kernel's statement: its root thread loop, under the allocations moved into it."""
+        if isinstance(stmt, S.Allocate):
+            self.allocation(stmt)
+            return S.Allocate(stmt.buffer, self.root(stmt.body))
+        return self.visit(stmt, {})
 
     def allocation(self, alloc: S.Allocate) -> None:
         buffer = alloc.buffer
@@ -201,7 +214,7 @@ class _KernelBuilder:
 
 def _make_kernel(func: PrimFunc, name: str, root: S.For, scratch: list) -> Kernel:
     builder = _KernelBuilder(func, name)
-    body = inject_sync(builder.visit(root, {}), [builder.vars[t] for t in THREAD_TAGS])
+    body = inject_sync(builder.root(root), [builder.vars[t] for t in THREAD_TAGS])
     used_buffers = {id(b) for b in free_buffers(body)}
     used_vars = {id(v) for v in free_vars(body, buffer_shapes=True)}
     params = [p for p in func.params

@@ -1,0 +1,209 @@
+"""What ``mlc_lab.build(mod, target="cuda")`` returns: functions that launch their kernels on a GPU
+(pycuda) or on the cuda-sim simulator (``mlc_lab.runtime.cuda.mode()``), the CUDA source, and a
+profile of the simulated run.
+
+    lib = mlc_lab.build(sch.mod, target="cuda")
+    lib["main"](A_nd, B_nd, C_nd)                      # arrays on mlc_lab.cuda(0)
+    print(lib.imported_modules[0].get_source())        # CUDA C (also lib.get_source("cuda"))
+    lib.profile(A_nd, B_nd, C_nd)                      # the simulator's counters, as a table
+
+Target "cuda-sim" always simulates and takes CPU arrays (or cuda ones) as well.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tir.buffer import Buffer
+from .device import Device
+from .module import BenchmarkResult, Module, bind_arguments
+from .ndarray import NDArray
+
+
+class CUDASourceModule:
+    """The device code of a GPU build, as ``rt_mod.imported_modules[0]``."""
+
+    def __init__(self, source: str, ptx: str | None, opencl: str | None = None):
+        self.source, self.ptx, self.opencl = source, ptx, opencl
+        self.type_key = "cuda"
+
+    def get_source(self, fmt: str = "cuda") -> str:
+        """"cuda" (or ""): the CUDA C; "ptx": NVRTC's PTX (None where NVRTC is missing)."""
+        if fmt in ("cuda", "cu", ""):
+            return self.source
+        if fmt == "ptx":
+            if self.ptx is None:
+                raise ValueError("no PTX: NVRTC was not found when this module was built "
+                                 "(pip install nvidia-cuda-nvrtc-cu12)")
+            return self.ptx
+        raise ValueError(f"get_source: unknown format {fmt!r} for CUDA device code; use 'cuda' or 'ptx'")
+
+    def __repr__(self) -> str:
+        return "<mlc_lab CUDA device module>"
+
+
+class CUDAFunction:
+    """One PrimFunc built for a GPU: checks its arguments, then launches its kernels in order."""
+
+    def __init__(self, program, signature, target, simulate_only: bool, cubin=None):
+        self.program, self.signature, self.target = program, signature, target
+        self.name = program.name
+        self.simulate_only = simulate_only
+        self._ptx, self._gpu_functions = cubin, None
+        self.last_runs: list = []
+
+    @property
+    def device(self) -> Device:
+        return Device("cpu" if self.simulate_only else "cuda", 0)
+
+    def __call__(self, *args):
+        self.run(args, counters=False)
+
+    def run(self, args, counters: bool):
+        """Run every kernel; on the simulator returns its KernelRuns (with counters when asked)."""
+        from .cuda import mode
+        if not self.simulate_only and mode() == "gpu":
+            return self._launch_on_gpu(args)
+        values = self._host_arrays(args)
+        return self._simulate(values, counters)
+
+    # -- simulator --------------------------------------------------------------------------
+    def _host_arrays(self, args) -> list:
+        if self.simulate_only:   # cuda arrays of a simulated GPU are host arrays too
+            args = _host_visible(args)
+        values, _ = bind_arguments(self.signature, self.name, args, self.device)
+        return values
+
+    def _simulate(self, values: list, counters: bool) -> list:
+        from .cuda_sim import simulate
+        bound = {}
+        for param, value in zip(self.program.func.params, values):
+            bound[param] = value.reshape(-1) if isinstance(param, Buffer) else value
+        for buffer in self.program.scratch:
+            bound[buffer] = np.zeros(_elements(buffer), buffer.dtype)
+        runs = []
+        for kernel in self.program.kernels:
+            args = {p: bound[p] for p in kernel.params}
+            runs.append(simulate(kernel, args, self.target, counters=counters))
+        self.last_runs = runs
+        return runs
+
+    # -- GPU ----------------------------------------------------------------------------------
+    def _launch_on_gpu(self, args):
+        import pycuda.driver as driver
+        if self._gpu_functions is None:
+            if self._ptx is None:
+                raise RuntimeError(f"{self.name}(): no PTX to load: NVRTC was not found when this "
+                                   "module was built (pip install nvidia-cuda-nvrtc-cu12)")
+            module = driver.module_from_buffer(self._ptx.encode())
+            self._gpu_functions = [module.get_function(k.name) for k in self.program.kernels]
+        bound = self._device_arguments(args)
+        for kernel, function in zip(self.program.kernels, self._gpu_functions):
+            function(*[bound[p] for p in kernel.params], block=kernel.block, grid=kernel.grid)
+        return []
+
+    def _device_arguments(self, args) -> dict:
+        from .module import _scalar
+        func = self.signature
+        if len(args) != len(func.params):
+            raise TypeError(f"{self.name}() takes {len(func.params)} argument(s) but {len(args)} "
+                            "were given")
+        bound = {}
+        for param, lowered, arg in zip(func.params, self.program.func.params, args):
+            if isinstance(param, Buffer):
+                bound[lowered] = _gpu_pointer(self.name, param, arg)
+            else:
+                bound[lowered] = _scalar(self.name, param, arg)
+        import pycuda.gpuarray as gpuarray
+        for buffer in self.program.scratch:
+            bound[buffer] = gpuarray.zeros(_elements(buffer), buffer.dtype).gpudata
+        return bound
+
+
+def _gpu_pointer(name: str, param: Buffer, arg):
+    if not isinstance(arg, NDArray) or arg.device.device_type != "cuda":
+        raise ValueError(f"{name}(): parameter {param.name} must be an array on the GPU; copy it "
+                         "with mlc_lab.nd.array(x, mlc_lab.cuda(0))")
+    expected = tuple(int(d.value) for d in param.shape)
+    if arg.shape != expected or arg.dtype != param.dtype:
+        raise ValueError(f"{name}(): parameter {param.name} expects shape {expected} and dtype "
+                         f"{param.dtype} but got {arg.shape} {arg.dtype}")
+    return arg._array.gpudata
+
+
+def _elements(buffer: Buffer) -> int:
+    size = 1
+    for dim in buffer.shape:
+        size *= int(dim.value)
+    return size
+
+
+class CUDAModule(Module):
+    """A GPU build: ``lib[name](*args)``, ``get_source("cuda" | "ptx" | "opencl")``,
+    ``imported_modules[0].get_source()``, ``profile``, and ``time_evaluator`` (CUDA events on a
+    GPU; the simulator's estimate for the target GPU otherwise)."""
+
+    def __init__(self, functions: dict, target, device_module: CUDASourceModule):
+        super().__init__(functions, target.kind.name, [device_module])
+        self.target_obj = target
+
+    def get_source(self, fmt: str = "cuda") -> str:
+        if fmt == "opencl" and self.imported_modules[0].opencl is not None:
+            return self.imported_modules[0].opencl
+        return self.imported_modules[0].get_source(fmt)
+
+    def profile(self, *args, func_name: str | None = None):
+        """Run ``func_name`` (the entry function by default) on the simulator, counting memory
+        traffic, and return its profile: a table (text, and HTML in a notebook) and ``plot()``."""
+        from .cuda_sim import profile_runs
+        func = self.get_function(func_name or self.entry_name)
+        values = func._host_arrays(_host_visible(args))
+        return profile_runs(func._simulate(values, counters=True), self.target_obj)
+
+    def estimate_seconds(self, *args, func_name: str | None = None) -> float:
+        """The simulator's time estimate of one call on the target GPU (not a measurement)."""
+        from .cuda_sim import estimate_seconds
+        func = self.get_function(func_name or self.entry_name)
+        values = func._host_arrays(_host_visible(args))
+        return sum(estimate_seconds(run, self.target_obj)
+                   for run in func._simulate(values, counters=True))
+
+    def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0):
+        from .cuda import mode
+        func = self.get_function(func_name)
+        if not func.simulate_only and mode() == "gpu":
+            return _event_timer(func, number, repeat)
+
+        def estimate(*args) -> BenchmarkResult:
+            return BenchmarkResult([self.estimate_seconds(*args, func_name=func_name)] * repeat)
+        return estimate
+
+
+def _host_visible(args) -> list:
+    """Arrays of a simulated GPU as they are; arrays in real GPU memory copied to the host (a
+    profile of a GPU build runs on the simulator, leaving the GPU's arrays untouched)."""
+    out = []
+    for a in args:
+        if isinstance(a, NDArray) and a.device.device_type == "cuda":
+            a = a.numpy_view() if isinstance(a._array, np.ndarray) else a.numpy()
+        out.append(a)
+    return out
+
+
+def _event_timer(func: CUDAFunction, number: int, repeat: int):
+    """Time ``number`` launches per repeat between two CUDA events."""
+    import pycuda.driver as driver
+
+    def evaluate(*args) -> BenchmarkResult:
+        func(*args)
+        results = []
+        for _ in range(repeat):
+            start, end = driver.Event(), driver.Event()
+            start.record()
+            for _ in range(number):
+                func(*args)
+            end.record()
+            end.synchronize()
+            results.append(start.time_till(end) / 1e3 / number)
+        return BenchmarkResult(results)
+    return evaluate

@@ -1,0 +1,72 @@
+"""Targets "cuda" and "cuda-sim": lower like the CPU targets, split each function into kernels
+(``tir.transform.split_host_device``), render CUDA C (``codegen.cuda``), compile it to PTX with
+NVRTC where available (no GPU needed), and load functions that launch the kernels on a GPU or on
+the cuda-sim simulator (``runtime.cuda_module``).
+
+"cuda" always builds: with no GPU, ``cuda(0)`` arrays and kernels run on the simulator.
+"cuda-sim" always simulates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..backend import Backend, Capabilities, register_backend
+
+
+@dataclass
+class CompiledCUDA:
+    programs: dict       # name -> DeviceProgram
+    source: str          # CUDA C of every kernel
+    ptx: str | None      # NVRTC's output; None where NVRTC is not installed
+
+
+class CUDABackend(Backend):
+    kind = "cuda"
+    capabilities = Capabilities(device_type="cuda", supports_vector=True, vector_lanes=(2, 4),
+                                supports_thread_binding=True, max_threads_per_block=1024)
+    simulate_only = False
+
+    def lower(self, mod, target):
+        from ...tir.transform import lower
+        return lower(mod)
+
+    def programs(self, functions: dict, target) -> dict:
+        from ...tir.transform.split_host_device import split_host_device
+        return {name: split_host_device(func, target, name) for name, func in functions.items()}
+
+    def render(self, functions, target=None) -> str:
+        from ...codegen.cuda import render_cuda
+        return render_cuda(list(self.programs(functions, target).values()))
+
+    def compile(self, functions, target):
+        from ...codegen.cuda import render_cuda
+        from ...runtime import nvrtc
+        programs = self.programs(functions, target)
+        source = render_cuda(list(programs.values()))
+        ptx = nvrtc.compile_ptx(source, arch=target.attrs.get("arch") or "sm_80") \
+            if nvrtc.available() else None
+        return CompiledCUDA(programs, source, ptx)
+
+    def load(self, compiled, target, signatures):
+        from ...runtime.cuda_module import CUDAFunction, CUDAModule, CUDASourceModule
+        functions = {name: CUDAFunction(program, signatures[name], target, self.simulate_only,
+                                        compiled.ptx)
+                     for name, program in compiled.programs.items()}
+        return CUDAModule(functions, target, CUDASourceModule(compiled.source, compiled.ptx,
+                                                              _opencl(compiled.programs)))
+
+
+def _opencl(programs: dict) -> str | None:
+    from ...codegen.opencl import render_opencl
+    return render_opencl(list(programs.values()))
+
+
+class CUDASimBackend(CUDABackend):
+    kind = "cuda-sim"
+    capabilities = Capabilities(device_type="cpu", supports_vector=True, vector_lanes=(2, 4),
+                                supports_thread_binding=True, max_threads_per_block=1024)
+    simulate_only = True
+
+
+register_backend(CUDABackend())
+register_backend(CUDASimBackend())

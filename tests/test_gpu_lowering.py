@@ -1,0 +1,144 @@
+"""GPU lowering: kernels, launch dimensions, shared/local allocations, barriers and the GPU rules."""
+import pytest
+
+import mlc_lab
+from mlc_lab import tir
+from mlc_lab.script import tir as T
+from mlc_lab.target import Target
+from mlc_lab.testing import gpu_schedules as gs
+from mlc_lab.tir import stmt as S
+from mlc_lab.tir.stmt_functor import post_order_visit
+from mlc_lab.tir.transform.inject_sync import is_sync
+from mlc_lab.tir.transform.split_host_device import GPUError, split_host_device
+
+
+def kernels(sch_or_mod, target="nvidia/a100"):
+    mod = getattr(sch_or_mod, "mod", sch_or_mod)
+    return split_host_device(mlc_lab.lower(mod)["main"], Target(target)).kernels
+
+
+def top_level(body):
+    """The statements of a kernel body below its allocations, with barriers as "sync"."""
+    while isinstance(body, S.Allocate):
+        body = body.body
+    stmts = body.seq if isinstance(body, S.SeqStmt) else (body,)
+    return ["sync" if is_sync(s) else type(s).__name__ for s in stmts]
+
+
+def count_syncs(node) -> int:
+    found = []
+    post_order_visit(node, lambda n: found.append(n) if is_sync(n) else None)
+    return len(found)
+
+
+def test_vector_add_is_one_kernel_with_its_launch_dimensions():
+    kernel, = kernels(gs.vector_add(1024, threads=128))
+    assert (kernel.name, kernel.grid, kernel.block) == ("main_kernel0", (8, 1, 1), (128, 1, 1))
+    assert [p.name for p in kernel.params] == ["A", "B", "C"]
+    assert set(kernel.thread_vars) == {"blockIdx.x", "threadIdx.x"}
+    assert kernel.shared == () and count_syncs(kernel.body) == 0
+    assert isinstance(kernel.body, S.BufferStore)   # no loop left: the indices are the thread's
+
+
+def test_window_sum_fetches_into_compacted_shared_memory_then_syncs():
+    kernel, = kernels(gs.window_sum(1024, threads=128))
+    shared, = kernel.shared
+    assert (shared.name, int(shared.shape[0].value), kernel.shared_bytes) == ("A_shared", 130, 520)
+    # the cooperative fetch (a loop of two rounds over the block's threads), one barrier, the sum
+    assert top_level(kernel.body) == ["For", "sync", "BufferStore"]
+    assert count_syncs(kernel.body) == 1
+
+
+def test_matmul_shared_tiles_hold_one_step_of_k_and_barriers_guard_both_sides():
+    kernel, = kernels(gs.matmul_shared(1024, local=8, block=8, tile_k=8))
+    assert (kernel.grid, kernel.block) == ((16, 16, 1), (64, 1, 1))
+    assert sorted((b.name, int(b.shape[0].value)) for b in kernel.shared) == \
+        [("A_shared", 512), ("B_shared", 512)]             # 64 rows x 8, 8 x 64 columns
+    assert [(b.name, int(b.shape[0].value)) for b in kernel.local] == [("C_local", 64)]
+    k_loop = next(s for s in kernel.body.body.body.body.seq if count_syncs(s))
+    # before the fetches (the previous step's tiles are still being read), and before computing
+    assert top_level(k_loop.body) == ["sync", "For", "For", "sync", "For"]
+    assert count_syncs(kernel.body) == 2
+
+
+def test_matmul_blocked_keeps_the_accumulator_per_thread():
+    kernel, = kernels(gs.matmul_blocked(256, local=8, block=8))
+    assert (kernel.grid, kernel.block) == ((4, 4, 1), (8, 8, 1))
+    assert [b.scope for b in kernel.local] == ["local"] and kernel.shared == ()
+    assert count_syncs(kernel.body) == 0
+
+
+def test_no_barrier_is_placed_inside_thread_divergent_code():
+    kernel, = kernels(gs.window_sum(1000, threads=128))   # 1000 = 7 full blocks and a partial one
+    def check(node, divergent=False):
+        if is_sync(node):
+            assert not divergent
+        if isinstance(node, S.IfThenElse):
+            for child in (node.then_case, node.else_case):
+                if child is not None:
+                    check(child, True)
+        elif isinstance(node, (S.SeqStmt,)):
+            for child in node.seq:
+                check(child, divergent)
+        elif isinstance(node, (S.For, S.Allocate, S.LetStmt)):
+            check(node.body, divergent)
+    check(kernel.body)
+
+
+def test_too_many_threads_per_block_names_the_limit():
+    with pytest.raises(GPUError, match=r"2048 threads is more than the 1024 threads per block "
+                                       r"that a100 allows"):
+        kernels(gs.vector_add(4096, threads=2048))
+
+
+def test_too_much_shared_memory_names_the_buffers():
+    with pytest.raises(GPUError, match=r"bytes of shared memory \(A_shared 65536 B, B_shared "
+                                       r"65536 B\), more than the 49152 bytes per block"):
+        kernels(gs.matmul_shared(1024, local=8, block=16, tile_k=128, vector=1))
+
+
+@T.prim_func
+def unbound_store(A: T.Buffer((64,), "float32")):
+    for i in range(64):
+        with T.block("A"):
+            vi = T.axis.remap("S", [i])
+            A[vi] = T.float32(1)
+
+
+def test_a_loop_outside_every_kernel_is_an_error_with_the_loop_underlined():
+    with pytest.raises(GPUError, match=r"loop i is not bound to a GPU block or thread and is "
+                                       r"outside every kernel") as info:
+        kernels(tir.Schedule(unbound_store).mod)
+    assert "^" in str(info.value) and "host code only launches kernels" in str(info.value)
+
+
+def test_a_block_index_bound_twice_is_an_error():
+    sch = tir.Schedule(unbound_store)
+    i, = sch.get_loops(sch.get_block("A"))
+    i0, i1 = sch.split(i, [None, 8])
+    sch.bind(i0, "blockIdx.x")
+    sch.bind(i1, "blockIdx.x")
+    with pytest.raises(GPUError, match=r"loop i_1 is bound to blockIdx.x inside loop i_0, which is "
+                                       r"bound to blockIdx.x already"):
+        kernels(sch.mod)
+
+
+def test_threads_of_one_tag_with_different_extents_are_an_error():
+    sch = gs.window_sum(1024, threads=128, shared=False)
+    block = sch.get_block("C")
+    cached = sch.cache_read(block, 0, "shared")
+    sch.compute_at(cached, sch.get_loops(block)[1])
+    _, tx = sch.split(sch.get_loops(cached)[-1], [None, 64])
+    sch.bind(tx, "threadIdx.x")
+    with pytest.raises(GPUError, match=r"both bound to threadIdx.x but have extents 128 and 64"):
+        kernels(sch.mod)
+
+
+def test_blocks_inside_threads_are_an_error():
+    sch = tir.Schedule(unbound_store)
+    i, = sch.get_loops(sch.get_block("A"))
+    i0, i1 = sch.split(i, [None, 8])
+    sch.bind(i0, "threadIdx.x")
+    sch.bind(i1, "blockIdx.x")
+    with pytest.raises(GPUError, match=r"blockIdx loops go outside threadIdx loops"):
+        kernels(sch.mod)
