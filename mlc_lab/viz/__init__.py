@@ -1,0 +1,1 @@
+"""Pictures for the chapters, drawn with matplotlib: ``viz.gpu`` (thread grids, warp accesses)."""

@@ -1,0 +1,140 @@
+"""Pictures of the GPU execution model, drawn with matplotlib from plain arrays (the cuda-sim
+simulator's trace gives them; any array of the right shape will do).
+
+    draw_thread_grid(block_of, thread_of)     which block and thread computed each output element
+    draw_warp_access(addresses, "global")     one warp's accesses against 32-byte memory sectors
+    draw_warp_access(addresses, "shared")     ... against the 32 banks of shared memory
+
+``sectors_and_wavefronts`` does the counting the pictures show, so a picture and the numbers
+under it cannot disagree.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+WARP = 32
+SECTOR_BYTES = 32
+BANKS = 32
+BANK_BYTES = 4
+
+
+def sectors_and_wavefronts(byte_addresses, kind: str = "global") -> int:
+    """Global: how many 32-byte sectors the active threads' addresses touch. Shared: how many
+    wavefronts the access needs (1 without bank conflicts; threads reading one word share it).
+    Inactive threads are marked by a negative address."""
+    addresses = np.asarray(byte_addresses, dtype=np.int64)
+    active = addresses[addresses >= 0]
+    if active.size == 0:
+        return 0
+    if kind == "global":
+        return int(np.unique(active // SECTOR_BYTES).size)
+    if kind == "shared":
+        words = np.unique(active // BANK_BYTES)
+        return int(np.bincount(words % BANKS, minlength=BANKS).max())
+    raise ValueError(f"kind must be 'global' or 'shared', got {kind!r}")
+
+
+def draw_thread_grid(block_of, thread_of, ax=None, title: str | None = None, numbers: bool | None = None):
+    """Colour each element of an output (1-D or 2-D arrays ``block_of`` and ``thread_of`` of its
+    shape: the linear block and thread index that wrote it, -1 for none) by its block, lighter
+    for higher thread numbers, and print the thread number in small grids. Returns the Axes."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import hsv_to_rgb
+    block_of, thread_of = np.atleast_2d(block_of), np.atleast_2d(thread_of)
+    if block_of.shape != thread_of.shape:
+        raise ValueError(f"block_of {block_of.shape} and thread_of {thread_of.shape} must have one shape")
+    if ax is None:
+        rows, cols = block_of.shape
+        _, ax = plt.subplots(figsize=(min(10, 1 + cols * 0.35), min(6, 1 + rows * 0.35 + 0.6)))
+    threads = max(int(thread_of.max()) + 1, 1)
+    hue = (block_of % 10) / 10.0
+    value = 0.95 - 0.45 * thread_of / max(threads - 1, 1)
+    rgb = hsv_to_rgb(np.stack([hue, np.full(hue.shape, 0.55), value], axis=-1))
+    rgb[block_of < 0] = 1.0
+    ax.imshow(rgb, interpolation="nearest", aspect="auto")
+    if numbers is None:
+        numbers = block_of.size <= 256
+    if numbers:
+        for (r, c), t in np.ndenumerate(thread_of):
+            if t >= 0:
+                ax.text(c, r, str(t), ha="center", va="center", fontsize=7, color="black")
+    blocks = int(block_of.max()) + 1
+    ax.set_title(title or f"{blocks} block(s) x {threads} thread(s): colour = block, "
+                          "shade and number = thread")
+    ax.set_xlabel("column" if block_of.shape[0] > 1 else "element")
+    ax.set_yticks([] if block_of.shape[0] == 1 else ax.get_yticks())
+    return ax
+
+
+def draw_warp_access(byte_addresses, kind: str = "global", ax=None, title: str | None = None):
+    """One warp's access: each of the 32 threads (top row) joined to the byte address it touches.
+    Global memory is drawn as 32-byte sectors (the ones touched shaded); shared memory as its 32
+    banks, a thread's word stacked above earlier distinct words of the same bank (the stack's
+    height is the number of wavefronts). Returns the Axes."""
+    import matplotlib.pyplot as plt
+    addresses = np.asarray(byte_addresses, dtype=np.int64)
+    if addresses.shape != (WARP,):
+        raise ValueError(f"a warp has {WARP} threads: give {WARP} addresses (negative = inactive), "
+                         f"got shape {addresses.shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.2))
+    count = sectors_and_wavefronts(addresses, kind)
+    active = addresses >= 0
+    if kind == "global":
+        _draw_global(ax, addresses, active, count)
+    else:
+        _draw_shared(ax, addresses, active, count)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for side in ("top", "right", "left", "bottom"):
+        ax.spines[side].set_visible(False)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def _draw_global(ax, addresses, active, sectors: int) -> None:
+    lo = int(addresses[active].min()) // SECTOR_BYTES * SECTOR_BYTES if active.any() else 0
+    hi = int(addresses[active].max()) + 4 if active.any() else SECTOR_BYTES
+    span = max(hi - lo, SECTOR_BYTES)
+    touched = {int(a) // SECTOR_BYTES for a in addresses[active]}
+    scale = WARP / span                                     # memory row drawn as wide as the warp
+    for sector in range(lo // SECTOR_BYTES, (lo + span + SECTOR_BYTES - 1) // SECTOR_BYTES):
+        x0 = (sector * SECTOR_BYTES - lo) * scale
+        ax.add_patch(_rect(x0, 0, SECTOR_BYTES * scale, 1, "#e4a33a" if sector in touched else "#dddddd"))
+    for t in range(WARP):
+        ax.add_patch(_rect(t, 3, 0.9, 1, "#4c72b0" if active[t] else "#eeeeee"))
+        if active[t]:
+            ax.plot([t + 0.45, (addresses[t] - lo + 2) * scale], [3, 1], color="#333333", lw=0.6)
+    requested = 4 * int(active.sum())
+    ax.set_title(f"global: {sectors} sector(s) of 32 B for {requested} B requested "
+                 f"({100 * requested / max(32 * sectors, 1):.0f}% of the bytes moved are used)")
+    ax.set_xlim(-0.5, WARP + 0.5)
+    ax.set_ylim(-0.3, 4.3)
+    ax.text(-0.4, 3.5, "threads", ha="right", va="center", fontsize=8)
+    ax.text(-0.4, 0.5, "memory", ha="right", va="center", fontsize=8)
+
+
+def _draw_shared(ax, addresses, active, wavefronts: int) -> None:
+    seen: dict = {}
+    for t in np.flatnonzero(active):
+        word = int(addresses[t]) // BANK_BYTES
+        bank = word % BANKS
+        level = seen.setdefault(bank, [])
+        if word not in level:
+            level.append(word)
+        row = level.index(word)
+        ax.add_patch(_rect(bank, row, 0.9, 0.9, "#4c72b0" if row == 0 else "#c44e52"))
+        ax.text(bank + 0.45, row + 0.45, str(t), ha="center", va="center", fontsize=6, color="white")
+    ax.set_xlim(-0.5, BANKS + 0.5)
+    ax.set_ylim(-0.8, max(wavefronts, 1) + 0.5)
+    for bank in range(0, BANKS, 4):
+        ax.text(bank + 0.45, -0.5, str(bank), ha="center", fontsize=7)
+    ax.set_title(f"shared: {wavefronts} wavefront(s) "
+                 + ("(no bank conflict)" if wavefronts <= 1 else f"({wavefronts}-way bank conflict)"))
+    ax.set_xlabel("bank (a box is a thread's word; red ones wait for a later wavefront)", fontsize=8)
+
+
+def _rect(x, y, w, h, color):
+    from matplotlib.patches import Rectangle
+    return Rectangle((x, y), w, h, facecolor=color, edgecolor="white", linewidth=0.5)
