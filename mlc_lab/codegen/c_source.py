@@ -54,61 +54,65 @@ class CSourcePrinter(StmtExprVisitor):
 
     TYPES: dict = {}                 # IR scalar dtype -> C type
     MEMORY_TYPES: dict = {}          # where a type stored in memory differs (OpenCL's bool)
+    INT_SUFFIX: dict = {}            # dtype -> literal suffix ("LL"); other narrow ints are cast
+    FLOAT32_SUFFIX = ""              # "f" where float32 math has its own names (expf)
     VECTOR_LANES = {"float32": (2, 4), "int32": (2, 4), "float64": (2,)}
     HELPER_QUALIFIER = "static inline"
     INDENT = "  "
+    # Intrinsic -> C math function (generic name; FLOAT32_SUFFIX is added for float32).
+    MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh",
+            "fabs": "fabs", "abs": "fabs", "floor": "floor", "ceil": "ceil", "round": "rint",
+            "sin": "sin", "cos": "cos", "erf": "erf", "pow": "pow", "fmod": "fmod", "min": "fmin",
+            "max": "fmax"}
 
     def __init__(self):
         self.helpers: dict[str, str] = {}
         self.features: set[str] = set()   # dtypes the source uses that need a header or pragma
 
-    # -- hooks for a dialect ------------------------------------------------------------------
-    def kernel_open(self, kernel, params: list[str]) -> str: raise NotImplementedError
+    # -- what a dialect says ------------------------------------------------------------------
+    def kernel_open(self, kernel, params: list) -> str:
+        """The kernel's signature and ``{``; ``params`` holds (C type, name, is a buffer)."""
+        raise NotImplementedError
+
     def thread_index(self, tag: str) -> str: raise NotImplementedError
     def barrier(self) -> str: raise NotImplementedError
-    def shared_array(self, ctype: str, name: str, size: int, aligned: bool) -> str: raise NotImplementedError
+    def array(self, scope: str, ctype: str, name: str, size: int, aligned: bool) -> str: raise NotImplementedError
     def vector_load(self, vtype: str, pointer: str) -> str: raise NotImplementedError
     def vector_store(self, vtype: str, pointer: str, value: str) -> str: raise NotImplementedError
-    def vector_make(self, vtype: str, lanes: list[str]) -> str: raise NotImplementedError
-    def int_literal(self, value: int, dtype: str) -> str: raise NotImplementedError
+    def vector_make(self, vtype: str, lanes: list) -> str: raise NotImplementedError
     def float_special(self, value: float, dtype: str) -> str: raise NotImplementedError
-    def math_call(self, op: str, args: list[str], dtype: str) -> str: raise NotImplementedError
-    def min_max(self, op: str, a: str, b: str, dtype: str) -> str: raise NotImplementedError
-
-    def local_array(self, ctype: str, name: str, size: int, aligned: bool) -> str:
-        return f"{ctype} {name}[{size}];"
 
     def ctype(self, dtype: str, in_memory: bool = False) -> str:
         elem = dt.element_of(dtype)
         if dt.lanes(dtype) > 1:
             raise CodegenError(f"a {dtype} value has no scalar C type; vector values appear only "
                                "in stores and lets, which are printed lane by lane")
-        if elem == "float16" or elem == "float64":
+        if elem in ("float16", "float64"):
             self.features.add(elem)
         return (in_memory and self.MEMORY_TYPES.get(elem)) or self.TYPES[elem]
+
+    def math_call(self, op: str, args: list, dtype: str) -> str:
+        suffix = self.FLOAT32_SUFFIX if dt.element_of(dtype) == "float32" else ""
+        return f"{self.MATH[op]}{suffix}({', '.join(args)})"
 
     # -- kernels ------------------------------------------------------------------------------
     def kernel(self, kernel) -> str:
         """The C text of one kernel: signature, shared arrays, body."""
         self.lines, self.depth, self.scopes = [], 1, [set()]
         self.names: dict = {}      # Var or Buffer (by identity) -> (C text, precedence)
+        self.lane_vars: dict = {}  # id of a vector Var or load -> the scalar Vars of its lanes
         self.ranges: dict = {}     # Var -> Range, for bound analysis
         extents = dict(zip(("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x",
                             "threadIdx.y", "threadIdx.z"), kernel.grid + kernel.block))
         for tag, var in kernel.thread_vars.items():
             self.names[var] = (self.thread_index(tag), UNARY)
             self.ranges[var] = S.Range(E.const(0), E.const(extents[tag]))
-        params = []
-        for p in kernel.params:
-            name = self.bind(p, p.name)
-            params.append((self.ctype(p.dtype, in_memory=True) + "*", name) if isinstance(p, Buffer)
-                          else (self.ctype(p.dtype), name))
+        params = [(self.ctype(p.dtype, in_memory=isinstance(p, Buffer)), self.bind(p, p.name),
+                   isinstance(p, Buffer)) for p in kernel.params]
         self.vectored = {id(x.buffer) for x in loads_in(kernel.body) + stores_in(kernel.body)
                          if self.vector_type(x.buffer, x.indices[0]) is not None}
         for buffer in kernel.shared:   # one per block: declared once, at the top of the kernel
-            size = int(buffer.shape[0].value)
-            self.line(self.shared_array(self.ctype(buffer.dtype, True), self.bind(buffer, buffer.name),
-                                        size, id(buffer) in self.vectored))
+            self.declare(buffer)
         self.visit(kernel.body)
         return "\n".join([self.kernel_open(kernel, params), *self.lines, "}"])
 
@@ -175,24 +179,25 @@ class CSourcePrinter(StmtExprVisitor):
             value = self.expr(s.value)
             self.ranges[s.var] = S.Range(s.value, E.const(1, s.value.dtype))
             self.line(f"{self.ctype(s.var.dtype)} {self.bind(s.var, s.var.name)} = {value};")
-        else:   # one scalar per lane; lane reads of the vector Var find them
-            lane_vars = []
-            for lane in range(lanes):
-                lane_var = E.Var(f"{s.var.name}_{lane}", dt.element_of(s.var.dtype))
-                value = self.expr(_lane(s.value, lane, {}))
-                self.line(f"{self.ctype(lane_var.dtype)} {self.bind(lane_var, lane_var.name)} = {value};")
-                lane_vars.append(lane_var)
-            self.names[s.var] = tuple(lane_vars)
+        else:   # one scalar per lane, which lane reads of the vector Var find
+            lane_vars = tuple(E.Var(f"{s.var.name}_{lane}", dt.element_of(s.var.dtype))
+                              for lane in range(lanes))
+            for lane, var in enumerate(lane_vars):
+                value = self.expr(self.lane(s.value, lane))
+                self.line(f"{self.ctype(var.dtype)} {self.bind(var, var.name)} = {value};")
+            self.lane_vars[id(s.var)] = lane_vars
         self.visit(s.body)
 
     def visit_Allocate(self, s):
         buffer = s.buffer
         if not buffer.scope.startswith("shared"):   # shared arrays are declared at the top
-            size = int(buffer.shape[0].value)
-            name = self.bind(buffer, buffer.name)
-            self.line(self.local_array(self.ctype(buffer.dtype, True), name, size,
-                                       id(buffer) in self.vectored))
+            self.declare(buffer)
         self.visit(s.body)
+
+    def declare(self, buffer: Buffer) -> None:
+        name = self.bind(buffer, buffer.name)
+        self.line(self.array(buffer.scope.partition(".")[0], self.ctype(buffer.dtype, True), name,
+                             int(buffer.shape[0].value), id(buffer) in self.vectored))
 
     def visit_Evaluate(self, s):
         if is_sync(s):
@@ -205,18 +210,24 @@ class CSourcePrinter(StmtExprVisitor):
         if dt.lanes(index.dtype) == 1:
             self.line(f"{self.buffer(s.buffer)}[{self.expr(index)}] = {self.expr(s.value)};")
             return
-        loaded = self.load_vectors(s.value)
         vtype = self.vector_type(s.buffer, index)
-        if vtype is not None:
-            value = (self.vector_load(vtype, self.pointer(s.value.buffer, s.value.indices[0].base))
-                     if isinstance(s.value, E.BufferLoad) and s.value in loaded.get("direct", ())
-                     else self.vector_make(vtype, [self.expr(_lane(s.value, lane, loaded))
-                                                   for lane in range(index.lanes)]))
-            self.line(self.vector_store(vtype, self.pointer(s.buffer, index.base), value))
+        value = s.value
+        if vtype is not None and isinstance(value, E.BufferLoad) and \
+                self.vector_type(value.buffer, value.indices[0]) == vtype:   # a vector copy
+            load = self.vector_load(vtype, self.pointer(value.buffer, value.indices[0].base))
+            self.line(self.vector_store(vtype, self.pointer(s.buffer, index.base), load))
             return
+        self.load_vectors(value)
+        if vtype is not None:
+            lanes = [self.expr(self.lane(value, lane)) for lane in range(index.lanes)]
+            self.line(self.vector_store(vtype, self.pointer(s.buffer, index.base),
+                                        self.vector_make(vtype, lanes)))
+            return
+        # Lane by lane. Each lane reads only its own element of the buffer it writes (the
+        # vectorizer makes sure), so storing one lane cannot change what another computes.
         for lane in range(dt.lanes(index.dtype)):
-            store = S.BufferStore(s.buffer, _lane(s.value, lane, loaded), (_lane(index, lane, {}),))
-            self.visit_BufferStore(store)
+            self.visit_BufferStore(S.BufferStore(s.buffer, self.lane(value, lane),
+                                                 (self.lane(index, lane),)))
 
     # -- vectors ------------------------------------------------------------------------------
     def vector_type(self, buffer: Buffer, index) -> str | None:
@@ -232,28 +243,25 @@ class CSourcePrinter(StmtExprVisitor):
             return None
         return f"{self.TYPES[elem]}{index.lanes}"
 
-    def load_vectors(self, value) -> dict:
-        """Declares each aligned vector load of ``value`` as a vector temporary; returns
-        {load: lane Vars reading it}, and under "direct" a load ``value`` itself is."""
-        found, out = {}, {}
+    def load_vectors(self, value) -> None:
+        """Reads each aligned vector load in ``value`` into a vector temporary, whose fields
+        (``A_vec.x`` ...) then stand for the load's lanes."""
         for load in loads_in(value):
             vtype = self.vector_type(load.buffer, load.indices[0])
-            if vtype is None or load in found:
-                continue
-            if load is value:
-                out["direct"] = (load,)
+            if vtype is None or id(load) in self.lane_vars:
                 continue
             temp = E.Var(f"{load.buffer.name}_vec", load.dtype)
             text = self.vector_load(vtype, self.pointer(load.buffer, load.indices[0].base))
             self.line(f"{vtype} {self.bind(temp, temp.name)} = {text};")
-            found[load] = ()
-            lanes = []
-            for lane in range(dt.lanes(load.dtype)):
-                lane_var = E.Var(temp.name, dt.element_of(load.dtype))
-                self.names[lane_var] = (f"{self.names[temp][0]}.{_LANE_FIELDS[lane]}", PRIMARY)
-                lanes.append(lane_var)
-            out[load] = tuple(lanes)
-        return out
+            lane_vars = tuple(E.Var(temp.name, dt.element_of(load.dtype))
+                              for _ in range(dt.lanes(load.dtype)))
+            for lane, var in enumerate(lane_vars):
+                self.names[var] = (f"{self.names[temp][0]}.{_LANE_FIELDS[lane]}", PRIMARY)
+            self.lane_vars[id(load)] = lane_vars
+
+    def lane(self, e, lane: int):
+        """Lane ``lane`` of the vector expression ``e``, as a scalar expression."""
+        return _Lane(lane, self.lane_vars).visit(e)
 
     def pointer(self, buffer: Buffer, base) -> str:
         offset = self.expr(base, MUL)
@@ -270,16 +278,20 @@ class CSourcePrinter(StmtExprVisitor):
 
     def visit_Var(self, e):
         if e not in self.names:
-            raise CodegenError(f"the kernel uses the variable {e.name}, which nothing binds")
-        bound = self.names[e]
-        if isinstance(bound[0], E.Var):
-            raise CodegenError(f"the vector variable {e.name} is used outside a store")
-        return bound
+            what = "vector variable" if dt.lanes(e.dtype) > 1 else "variable"
+            raise CodegenError(f"the kernel uses the {what} {e.name} where C has no value for it")
+        return self.names[e]
 
     def visit_IntImm(self, e):
         if dt.is_bool(e.dtype):
             return ("true" if e.value else "false"), PRIMARY
-        text = self.int_literal(e.value, e.dtype)
+        elem, value = dt.element_of(e.dtype), e.value
+        if elem == "int32" and value == -2 ** 31:
+            text = "(-2147483647 - 1)"
+        elif elem in ("int32", *self.INT_SUFFIX):
+            text = f"{value}{self.INT_SUFFIX.get(elem, '')}"
+        else:
+            text = f"({self.ctype(e.dtype)}){value}"
         return text, (UNARY if text.startswith(("-", "(")) else PRIMARY)
 
     def visit_FloatImm(self, e):
@@ -304,8 +316,10 @@ class CSourcePrinter(StmtExprVisitor):
         if type(e) in (E.FloorDiv, E.FloorMod):
             return self.floor_op(e)
         if type(e) in (E.Min, E.Max):
-            op = "min" if type(e) is E.Min else "max"
-            return self.min_max(op, self.expr(e.a), self.expr(e.b), e.dtype), PRIMARY
+            op, args = ("min" if type(e) is E.Min else "max"), [self.expr(e.a), self.expr(e.b)]
+            if dt.is_float(e.dtype):
+                return self.math_call(op, args, e.dtype), PRIMARY
+            return f"{op}({', '.join(args)})", PRIMARY
         if type(e) is E.Mod and dt.is_float(e.dtype):
             return self.math_call("fmod", [self.expr(e.a), self.expr(e.b)], e.dtype), PRIMARY
         op, own = _BINARY[type(e)]
@@ -356,6 +370,9 @@ class CSourcePrinter(StmtExprVisitor):
         if dt.element_of(e.dtype) == "float16":   # half math goes through float
             wide = E.Call("float32", e.op, tuple(E.Cast("float32", a) for a in e.args))
             return self.visit_Cast(E.Cast(e.dtype, wide))
+        if e.op == "abs" and not dt.is_float(e.dtype):
+            x = e.args[0]
+            return self.visit_Select(E.Select(x < E.const(0, x.dtype), E.const(0, x.dtype) - x, x))
         if e.op == "sigmoid":
             one = self.expr(E.const(1.0, e.dtype))
             exp = self.math_call("exp", ["-" + self.expr(e.args[0], UNARY)], e.dtype)
@@ -369,12 +386,15 @@ class CSourcePrinter(StmtExprVisitor):
 
 
 class _Lane(StmtExprMutator):
-    """Lane ``lane`` of a vector expression, as a scalar expression; ``loaded`` maps a vector
-    load already held in a vector temporary to the Vars reading its lanes."""
+    """One lane of a vector expression. ``lane_vars`` maps a vector let variable or a vector load
+    already read into a temporary (by id) to the scalar Vars that hold its lanes."""
 
-    def __init__(self, lane: int, loaded: dict):
+    def __init__(self, lane: int, lane_vars: dict):
         super().__init__()
-        self.lane, self.loaded = lane, loaded
+        self.lane, self.lane_vars = lane, lane_vars
+
+    def visit_Var(self, e):
+        return self.lane_vars[id(e)][self.lane] if id(e) in self.lane_vars else e
 
     def visit_Ramp(self, e):
         return simplify(self.visit(e.base) + self.visit(e.stride) * self.lane)
@@ -383,8 +403,8 @@ class _Lane(StmtExprMutator):
         return self.visit(e.value)
 
     def visit_BufferLoad(self, e):
-        if e in self.loaded and self.loaded[e]:
-            return self.loaded[e][self.lane]
+        if id(e) in self.lane_vars:
+            return self.lane_vars[id(e)][self.lane]
         return E.BufferLoad(e.buffer, tuple(self.visit(i) for i in e.indices))
 
     def visit_Cast(self, e):
@@ -392,7 +412,3 @@ class _Lane(StmtExprMutator):
 
     def visit_Call(self, e):
         return E.Call(dt.element_of(e.dtype), e.op, tuple(self.visit(a) for a in e.args))
-
-
-def _lane(e, lane: int, loaded: dict):
-    return _Lane(lane, loaded).visit(e)

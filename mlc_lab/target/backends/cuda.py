@@ -39,9 +39,9 @@ class CUDABackend(Backend):
         return render_cuda(list(self.programs(functions, target).values()))
 
     def compile(self, functions, target):
+        programs = self.programs(functions, target)   # GPU rule errors before anything else
         from ...codegen.cuda import render_cuda
         from ...runtime import nvrtc
-        programs = self.programs(functions, target)
         source = render_cuda(list(programs.values()))
         ptx = nvrtc.compile_ptx(source, arch=target.attrs.get("arch") or "sm_80") \
             if nvrtc.available() else None

@@ -88,9 +88,11 @@ class DeviceProgram:
     scratch: tuple = field(default_factory=tuple)
 
 
-def split_host_device(func: PrimFunc, target=None, name: str | None = None) -> DeviceProgram:
+def split_host_device(func: PrimFunc, target=None, name: str | None = None,
+                      sync: bool = True) -> DeviceProgram:
     """Kernels of the lowered ``func``, checked against ``target`` (a cuda or cuda-sim Target;
-    its max-threads-per-block and max-shared-memory-per-block)."""
+    its max-threads-per-block and max-shared-memory-per-block). ``sync=False`` leaves out the
+    barriers ``inject_sync`` would add (to show, e.g. in the simulator, the races they prevent)."""
     name = name or func.name or "main"
     body, scratch, on_chip = func.body, [], []
     while isinstance(body, S.Allocate):
@@ -108,7 +110,7 @@ def split_host_device(func: PrimFunc, target=None, name: str | None = None) -> D
             if id(buffer) in used:
                 stmt = S.Allocate(buffer, stmt)
         kernel_name = f"{name}_kernel{len(kernels)}"
-        kernels.append(_make_kernel(func, kernel_name, stmt, scratch))
+        kernels.append(_make_kernel(func, kernel_name, stmt, scratch, sync=sync))
     for kernel in kernels:
         check_limits(kernel, target, func)
     return DeviceProgram(name, func, tuple(kernels), tuple(scratch))
