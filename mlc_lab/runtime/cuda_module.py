@@ -60,7 +60,7 @@ class CUDAFunction:
 
     def run(self, args, counters: bool):
         """Run every kernel; on the simulator returns its KernelRuns (with counters when asked)."""
-        from .cuda import mode
+        from .cuda_device import mode
         if not self.simulate_only and mode() == "gpu":
             return self._launch_on_gpu(args)
         values = self._host_arrays(args)
@@ -169,7 +169,7 @@ class CUDAModule(Module):
 
     def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, cooldown_interval_ms: float = 0):
-        from .cuda import mode
+        from .cuda_device import mode
         func = self.get_function(func_name)
         if not func.simulate_only and mode() == "gpu":
             return _event_timer(func, number, repeat)

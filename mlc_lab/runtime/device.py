@@ -86,7 +86,7 @@ class Device:
     @property
     def allocator(self) -> Allocator:
         if self.device_type == "cuda" and "cuda" not in _ALLOCATORS:
-            from .cuda import install_allocator   # the GPU, or the simulator without one
+            from .cuda_device import install_allocator   # the GPU, or the simulator without one
             install_allocator()
         if self.device_type not in _ALLOCATORS:
             raise RuntimeError(f"no allocator is registered for {self.device_type} devices yet, "
