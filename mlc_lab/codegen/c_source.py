@@ -6,13 +6,10 @@ hooks: type names, the kernel signature, thread indices, barriers, vector access
 
 Rules the printer keeps:
 
-* Operators get C's precedence; parentheses appear only where C needs them (``(a + b) * c``),
-  plus around ``&&`` inside ``||`` and around ``?:``, for the reader.
-* ``//`` and ``%`` on integers round toward minus infinity in the IR but toward zero in C.
-  Where bound analysis (``mlc_lab.arith.int_bound``, given the loop and thread ranges) proves
-  both operands non-negative the two agree, and plain ``/`` ``%`` are printed; elsewhere a
-  small helper (``floordiv_int32(a, b)``) defined at the top of the source gives the exact
-  answer for negative values too.
+* Expressions (``c_expr``) get C's precedence, with parentheses only where C needs them, and
+  floor division that is exact for negative values too.
+* Shared arrays are declared once, at the top of the kernel (OpenCL requires it); local ones
+  where the IR allocates them.
 * A vector store (its index a ``Ramp``) becomes one ``float4``/``float2`` access when its lanes
   are contiguous (stride 1) and its base is provably a multiple of the lane count, so the
   address is aligned; otherwise it is written lane by lane. Vector loads follow the same rule.
@@ -20,7 +17,7 @@ Rules the printer keeps:
 """
 from __future__ import annotations
 
-from ..arith import int_bound, linear_form, simplify
+from ..arith import linear_form, simplify
 from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -28,42 +25,21 @@ from ..tir.buffer import Buffer
 from ..tir.functor import StmtExprMutator, StmtExprVisitor
 from ..tir.stmt_functor import loads_in, stores_in
 from ..tir.transform.inject_sync import is_sync
-from .llvm import CodegenError
+from .c_expr import MUL, PRIMARY, UNARY, CSourceError, ExprPrinter
 
-# C operator precedence, higher binds tighter.
-PRIMARY, UNARY, MUL, ADD, REL, EQUAL, AND, OR, COND = 16, 14, 13, 12, 10, 9, 5, 4, 3
-_BINARY = {E.Add: ("+", ADD), E.Sub: ("-", ADD), E.Mul: ("*", MUL), E.Div: ("/", MUL),
-           E.Mod: ("%", MUL), E.LT: ("<", REL), E.LE: ("<=", REL), E.GT: (">", REL),
-           E.GE: (">=", REL), E.EQ: ("==", EQUAL), E.NE: ("!=", EQUAL), E.And: ("&&", AND),
-           E.Or: ("||", OR)}
-# The least precedence an operand may have unparenthesised, where it is more than C requires.
-_OPERAND = {EQUAL: REL + 1, OR: AND + 1}
-# Floor division and modulo from C's truncating ones: a non-zero remainder whose sign differs
-# from the divisor's means C rounded up (toward zero), one step past the floor.
-_HELPER = {"floordiv": "{t} q = a / b;\n  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;",
-           "floormod": "{t} r = a % b;\n  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;"}
-_RESERVED = frozenset("auto break case char const continue default do double else enum extern float "
-                      "for goto if inline int long register restrict return short signed sizeof "
-                      "static struct switch typedef union unsigned void volatile while bool true "
-                      "false half main min max kernel global local".split())
+_RESERVED = frozenset("auto break case char const continue default do double else enum extern "
+                      "float for goto if inline int long register restrict return short signed "
+                      "sizeof static struct switch typedef union unsigned void volatile while bool "
+                      "true false half main min max kernel global local threadIdx blockIdx "
+                      "blockDim gridDim".split())
 _LANE_FIELDS = "xyzw"
 
 
-class CSourcePrinter(StmtExprVisitor):
+class CSourcePrinter(ExprPrinter, StmtExprVisitor):
     """Prints kernels; one printer per source file, so helpers are defined once for all."""
 
-    TYPES: dict = {}                 # IR scalar dtype -> C type
-    MEMORY_TYPES: dict = {}          # where a type stored in memory differs (OpenCL's bool)
-    INT_SUFFIX: dict = {}            # dtype -> literal suffix ("LL"); other narrow ints are cast
-    FLOAT32_SUFFIX = ""              # "f" where float32 math has its own names (expf)
     VECTOR_LANES = {"float32": (2, 4), "int32": (2, 4), "float64": (2,)}
-    HELPER_QUALIFIER = "static inline"
     INDENT = "  "
-    # Intrinsic -> C math function (generic name; FLOAT32_SUFFIX is added for float32).
-    MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh",
-            "fabs": "fabs", "abs": "fabs", "floor": "floor", "ceil": "ceil", "round": "rint",
-            "sin": "sin", "cos": "cos", "erf": "erf", "pow": "pow", "fmod": "fmod", "min": "fmin",
-            "max": "fmax"}
 
     def __init__(self):
         self.helpers: dict[str, str] = {}
@@ -74,33 +50,44 @@ class CSourcePrinter(StmtExprVisitor):
         """The kernel's signature and ``{``; ``params`` holds (C type, name, is a buffer)."""
         raise NotImplementedError
 
+    def array(self, scope: str, ctype: str, name: str, size: int, aligned: bool) -> str:
+        """The declaration of a "shared" or "local" array (``aligned``: for vector access)."""
+        raise NotImplementedError
+
     def thread_index(self, tag: str) -> str: raise NotImplementedError
     def barrier(self) -> str: raise NotImplementedError
-    def array(self, scope: str, ctype: str, name: str, size: int, aligned: bool) -> str: raise NotImplementedError
     def vector_load(self, vtype: str, pointer: str) -> str: raise NotImplementedError
     def vector_store(self, vtype: str, pointer: str, value: str) -> str: raise NotImplementedError
     def vector_make(self, vtype: str, lanes: list) -> str: raise NotImplementedError
-    def float_special(self, value: float, dtype: str) -> str: raise NotImplementedError
 
-    def ctype(self, dtype: str, in_memory: bool = False) -> str:
-        elem = dt.element_of(dtype)
-        if dt.lanes(dtype) > 1:
-            raise CodegenError(f"a {dtype} value has no scalar C type; vector values appear only "
-                               "in stores and lets, which are printed lane by lane")
-        if elem in ("float16", "float64"):
-            self.features.add(elem)
-        return (in_memory and self.MEMORY_TYPES.get(elem)) or self.TYPES[elem]
+    def generic_visit(self, node):
+        raise CSourceError(f"the C printer takes flat lowered kernels and has no rule for "
+                           f"{type(node).__name__} nodes; lower the function first")
 
-    def math_call(self, op: str, args: list, dtype: str) -> str:
-        suffix = self.FLOAT32_SUFFIX if dt.element_of(dtype) == "float32" else ""
-        return f"{self.MATH[op]}{suffix}({', '.join(args)})"
+    def preamble(self) -> list[str]:
+        """Lines after the launch comment: headers or pragmas for the ``features`` used."""
+        return []
+
+    def source(self, programs) -> str:
+        """One source file with every kernel of ``programs`` (a DeviceProgram or a list of
+        them): a comment with each kernel's launch configuration, the helpers, the kernels."""
+        programs = list(programs) if isinstance(programs, (list, tuple)) else [programs]
+        kernels = [self.kernel(k) for p in programs for k in p.kernels]
+        header = []
+        for program in programs:
+            header.append(f"// {program.name}: {len(program.kernels)} kernel(s), launched in this "
+                          "order")
+            header += [f"//   {k.name}: grid {k.grid}, block {k.block}, {k.shared_bytes} bytes of "
+                       "shared memory" for k in program.kernels]
+        header += self.preamble()
+        return "\n\n".join(["\n".join(header), *self.helpers.values(), *kernels]) + "\n"
 
     # -- kernels ------------------------------------------------------------------------------
     def kernel(self, kernel) -> str:
         """The C text of one kernel: signature, shared arrays, body."""
         self.lines, self.depth, self.scopes = [], 1, [set()]
         self.names: dict = {}      # Var or Buffer (by identity) -> (C text, precedence)
-        self.lane_vars: dict = {}  # id of a vector Var or load -> the scalar Vars of its lanes
+        self.lane_vars: dict = {}  # id of a vector let Var -> the scalar Vars of its lanes
         self.ranges: dict = {}     # Var -> Range, for bound analysis
         extents = dict(zip(("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x",
                             "threadIdx.y", "threadIdx.z"), kernel.grid + kernel.block))
@@ -180,10 +167,11 @@ class CSourcePrinter(StmtExprVisitor):
             self.ranges[s.var] = S.Range(s.value, E.const(1, s.value.dtype))
             self.line(f"{self.ctype(s.var.dtype)} {self.bind(s.var, s.var.name)} = {value};")
         else:   # one scalar per lane, which lane reads of the vector Var find
+            loaded = self.load_vectors(s.value)
             lane_vars = tuple(E.Var(f"{s.var.name}_{lane}", dt.element_of(s.var.dtype))
                               for lane in range(lanes))
             for lane, var in enumerate(lane_vars):
-                value = self.expr(self.lane(s.value, lane))
+                value = self.expr(self.lane(s.value, lane, loaded))
                 self.line(f"{self.ctype(var.dtype)} {self.bind(var, var.name)} = {value};")
             self.lane_vars[id(s.var)] = lane_vars
         self.visit(s.body)
@@ -217,16 +205,16 @@ class CSourcePrinter(StmtExprVisitor):
             load = self.vector_load(vtype, self.pointer(value.buffer, value.indices[0].base))
             self.line(self.vector_store(vtype, self.pointer(s.buffer, index.base), load))
             return
-        self.load_vectors(value)
+        loaded = self.load_vectors(value)
         if vtype is not None:
-            lanes = [self.expr(self.lane(value, lane)) for lane in range(index.lanes)]
+            lanes = [self.expr(self.lane(value, lane, loaded)) for lane in range(index.lanes)]
             self.line(self.vector_store(vtype, self.pointer(s.buffer, index.base),
                                         self.vector_make(vtype, lanes)))
             return
         # Lane by lane. Each lane reads only its own element of the buffer it writes (the
         # vectorizer makes sure), so storing one lane cannot change what another computes.
         for lane in range(dt.lanes(index.dtype)):
-            self.visit_BufferStore(S.BufferStore(s.buffer, self.lane(value, lane),
+            self.visit_BufferStore(S.BufferStore(s.buffer, self.lane(value, lane, loaded),
                                                  (self.lane(index, lane),)))
 
     # -- vectors ------------------------------------------------------------------------------
@@ -243,12 +231,13 @@ class CSourcePrinter(StmtExprVisitor):
             return None
         return f"{self.TYPES[elem]}{index.lanes}"
 
-    def load_vectors(self, value) -> None:
-        """Reads each aligned vector load in ``value`` into a vector temporary, whose fields
-        (``A_vec.x`` ...) then stand for the load's lanes."""
+    def load_vectors(self, value) -> dict:
+        """Reads each aligned vector load in ``value`` into a vector temporary, declared just
+        before the statement; returns {id(load): the Vars standing for ``A_vec.x`` ...}."""
+        loaded = {}
         for load in loads_in(value):
             vtype = self.vector_type(load.buffer, load.indices[0])
-            if vtype is None or id(load) in self.lane_vars:
+            if vtype is None or id(load) in loaded:
                 continue
             temp = E.Var(f"{load.buffer.name}_vec", load.dtype)
             text = self.vector_load(vtype, self.pointer(load.buffer, load.indices[0].base))
@@ -257,132 +246,17 @@ class CSourcePrinter(StmtExprVisitor):
                               for _ in range(dt.lanes(load.dtype)))
             for lane, var in enumerate(lane_vars):
                 self.names[var] = (f"{self.names[temp][0]}.{_LANE_FIELDS[lane]}", PRIMARY)
-            self.lane_vars[id(load)] = lane_vars
+            loaded[id(load)] = lane_vars
+        return loaded
 
-    def lane(self, e, lane: int):
-        """Lane ``lane`` of the vector expression ``e``, as a scalar expression."""
-        return _Lane(lane, self.lane_vars).visit(e)
+    def lane(self, e, lane: int, loaded: dict | None = None):
+        """Lane ``lane`` of the vector expression ``e``, as a scalar expression (vector lets,
+        and the loads in ``loaded``, read from the scalars holding their lanes)."""
+        return _Lane(lane, {**self.lane_vars, **(loaded or {})}).visit(e)
 
     def pointer(self, buffer: Buffer, base) -> str:
         offset = self.expr(base, MUL)
         return self.buffer(buffer) if offset == "0" else f"{self.buffer(buffer)} + {offset}"
-
-    # -- expressions --------------------------------------------------------------------------
-    def expr(self, e, precedence: int = 0) -> str:
-        """``e`` as C, parenthesised when it binds less tightly than ``precedence``."""
-        text, own = self.visit(e)
-        return f"({text})" if own < precedence else text
-
-    def buffer(self, buffer: Buffer) -> str:
-        return self.names[buffer][0]
-
-    def visit_Var(self, e):
-        if e not in self.names:
-            what = "vector variable" if dt.lanes(e.dtype) > 1 else "variable"
-            raise CodegenError(f"the kernel uses the {what} {e.name} where C has no value for it")
-        return self.names[e]
-
-    def visit_IntImm(self, e):
-        if dt.is_bool(e.dtype):
-            return ("true" if e.value else "false"), PRIMARY
-        elem, value = dt.element_of(e.dtype), e.value
-        if elem == "int32" and value == -2 ** 31:
-            text = "(-2147483647 - 1)"
-        elif elem in ("int32", *self.INT_SUFFIX):
-            text = f"{value}{self.INT_SUFFIX.get(elem, '')}"
-        else:
-            text = f"({self.ctype(e.dtype)}){value}"
-        return text, (UNARY if text.startswith(("-", "(")) else PRIMARY)
-
-    def visit_FloatImm(self, e):
-        v = e.value
-        if v != v or v in (float("inf"), float("-inf")):
-            text = self.float_special(v, e.dtype)
-        else:
-            text = repr(float(v)) + ("f" if dt.element_of(e.dtype) == "float32" else "")
-            if dt.element_of(e.dtype) == "float16":
-                text = f"({self.ctype(e.dtype)}){text}f"
-        return text, (UNARY if text.startswith(("-", "(")) else PRIMARY)
-
-    def visit_StringImm(self, e):
-        return '"' + e.value.replace("\\", "\\\\").replace('"', '\\"') + '"', PRIMARY
-
-    def visit_Cast(self, e):
-        return f"({self.ctype(e.dtype)}){self.expr(e.value, UNARY)}", UNARY
-
-    def visit_BinaryOp(self, e):
-        if dt.lanes(e.dtype) > 1:
-            raise CodegenError(f"the vector expression {e} is used outside a store")
-        if type(e) in (E.FloorDiv, E.FloorMod):
-            return self.floor_op(e)
-        if type(e) in (E.Min, E.Max):
-            op, args = ("min" if type(e) is E.Min else "max"), [self.expr(e.a), self.expr(e.b)]
-            if dt.is_float(e.dtype):
-                return self.math_call(op, args, e.dtype), PRIMARY
-            return f"{op}({', '.join(args)})", PRIMARY
-        if type(e) is E.Mod and dt.is_float(e.dtype):
-            return self.math_call("fmod", [self.expr(e.a), self.expr(e.b)], e.dtype), PRIMARY
-        op, own = _BINARY[type(e)]
-        if type(e) is E.Sub and isinstance(e.a, (E.IntImm, E.FloatImm)) and e.a.value == 0:
-            operand = self.expr(e.b, UNARY)
-            return ("-" + (f"({operand})" if operand.startswith("-") else operand)), UNARY
-        least = _OPERAND.get(own, own)
-        return f"{self.expr(e.a, least)} {op} {self.expr(e.b, max(least, own + 1))}", own
-
-    def floor_op(self, e):
-        name = "floordiv" if type(e) is E.FloorDiv else "floormod"
-        if dt.is_float(e.dtype):
-            quotient = self.math_call("floor", [f"{self.expr(e.a, MUL)} / {self.expr(e.b, MUL + 1)}"], e.dtype)
-            if name == "floordiv":
-                return quotient, PRIMARY
-            return f"{self.expr(e.a, ADD)} - {quotient} * {self.expr(e.b, MUL + 1)}", ADD
-        a_low, b_low = int_bound(e.a, self.ranges)[0], int_bound(e.b, self.ranges)[0]
-        unsigned = dt.element_of(e.dtype).startswith("uint")
-        if unsigned or (a_low is not None and a_low >= 0 and b_low is not None and b_low > 0):
-            op = "/" if name == "floordiv" else "%"
-            return f"{self.expr(e.a, MUL)} {op} {self.expr(e.b, MUL + 1)}", MUL
-        helper = f"{name}_{dt.element_of(e.dtype)}"
-        if helper not in self.helpers:
-            ctype = self.ctype(e.dtype)
-            self.helpers[helper] = (f"{self.HELPER_QUALIFIER} {ctype} {helper}({ctype} a, {ctype} b) {{\n"
-                                    f"  {_HELPER[name].format(t=ctype)}\n}}")
-        return f"{helper}({self.expr(e.a)}, {self.expr(e.b)})", PRIMARY
-
-    def visit_Not(self, e):
-        return "!" + self.expr(e.a, UNARY), UNARY
-
-    def visit_Select(self, e):
-        return (f"{self.expr(e.condition, OR)} ? {self.expr(e.true_value, COND + 1)} : "
-                f"{self.expr(e.false_value, COND)}"), COND
-
-    def visit_BufferLoad(self, e):
-        if dt.lanes(e.indices[0].dtype) > 1:
-            raise CodegenError(f"the vector load {e} is used outside a store")
-        return f"{self.buffer(e.buffer)}[{self.expr(e.indices[0])}]", PRIMARY
-
-    def visit_Call(self, e):
-        if e.op == "if_then_else":   # C's ?: evaluates only the chosen side, as a guard needs
-            return self.visit_Select(E.Select(*e.args))
-        if e.op == "call_extern":
-            return f"{e.args[0].value}({', '.join(self.expr(a) for a in e.args[1:])})", PRIMARY
-        if e.op not in E.INTRINSICS:
-            raise CodegenError(f"no C spelling for the intrinsic T.{e.op} ({e})")
-        if dt.element_of(e.dtype) == "float16":   # half math goes through float
-            wide = E.Call("float32", e.op, tuple(E.Cast("float32", a) for a in e.args))
-            return self.visit_Cast(E.Cast(e.dtype, wide))
-        if e.op == "abs" and not dt.is_float(e.dtype):
-            x = e.args[0]
-            return self.visit_Select(E.Select(x < E.const(0, x.dtype), E.const(0, x.dtype) - x, x))
-        if e.op == "sigmoid":
-            one = self.expr(E.const(1.0, e.dtype))
-            exp = self.math_call("exp", ["-" + self.expr(e.args[0], UNARY)], e.dtype)
-            return f"{one} / ({one} + {exp})", MUL
-        return self.math_call(e.op, [self.expr(a) for a in e.args], e.dtype), PRIMARY
-
-    def visit_Ramp(self, e):
-        raise CodegenError(f"the vector index {e} is used outside a load or store")
-
-    visit_Broadcast = visit_Ramp
 
 
 class _Lane(StmtExprMutator):

@@ -5,7 +5,7 @@
 
 gives, for the course's vector add (one thread per element, blocks of 128)::
 
-    // main: 1 kernel(s), launched one after another
+    // main: 1 kernel(s), launched in this order
     //   main_kernel0: grid (8, 1, 1), block (128, 1, 1), 0 bytes of shared memory
 
     extern "C" __global__ void __launch_bounds__(128) main_kernel0(float* __restrict__ A, ...) {
@@ -64,28 +64,26 @@ class CUDASource(CSourcePrinter):
     def vector_make(self, vtype, lanes) -> str:
         return f"make_{vtype}({', '.join(lanes)})"
 
+    def preamble(self) -> list[str]:
+        return ["#include <cuda_fp16.h>"] if "float16" in self.features else []
+
     def float_special(self, value, dtype) -> str:
         if dtype == "float64":
-            bits = struct.unpack("<q", struct.pack("<d", value))[0]
-            return f"__longlong_as_double({bits}LL)"
-        bits = struct.unpack("<i", struct.pack("<f", value))[0]
-        text = f"__int_as_float({bits})"
+            bits = struct.unpack("<Q", struct.pack("<d", value))[0]
+            return f"__longlong_as_double({bits:#x}ULL)"
+        bits = struct.unpack("<I", struct.pack("<f", value))[0]
+        text = f"__int_as_float({bits:#x})"
         return text if dtype == "float32" else f"({self.ctype(dtype)}){text}"
 
 
-def render_cuda_kernel(kernel, printer: CUDASource | None = None) -> str:
-    """One kernel's CUDA C (a source compiling it also needs the helpers ``printer`` collected:
-    use ``render_cuda`` for a whole program)."""
-    return (printer or CUDASource()).kernel(kernel)
-
-
-def render_cuda(program) -> str:
-    """The CUDA C of every kernel of ``program`` (a ``DeviceProgram``), as one source file."""
+def render_cuda_kernel(kernel) -> str:
+    """One kernel's CUDA C, after the helper functions it calls (no launch comment)."""
     printer = CUDASource()
-    kernels = [printer.kernel(k) for k in program.kernels]
-    header = [f"// {program.name}: {len(program.kernels)} kernel(s), launched one after another"]
-    header += [f"//   {k.name}: grid {k.grid}, block {k.block}, {k.shared_bytes} bytes of shared "
-               "memory" for k in program.kernels]
-    if "float16" in printer.features:
-        header.append("#include <cuda_fp16.h>")
-    return "\n\n".join(["\n".join(header), *printer.helpers.values(), *kernels]) + "\n"
+    text = printer.kernel(kernel)
+    return "\n\n".join([*printer.preamble(), *printer.helpers.values(), text]) + "\n"
+
+
+def render_cuda(programs) -> str:
+    """The CUDA C of every kernel of ``programs`` (a ``DeviceProgram`` or a list of them), as
+    one source file whose header comment gives each kernel's launch configuration."""
+    return CUDASource().source(programs)

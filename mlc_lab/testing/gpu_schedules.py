@@ -1,6 +1,7 @@
 """The GPU programs the course schedules, each as a ``tir.Schedule`` ready to build for "cuda" or
 "cuda-sim": vector add, window sum (with and without shared memory), and matmul with block
-tiling (``matmul_blocked``) and shared-memory tiling (``matmul_shared``).
+one thread per element (``matmul_naive``), block tiling (``matmul_blocked``) and
+shared-memory tiling (``matmul_shared``).
 
 >>> import numpy as np, mlc_lab
 >>> from mlc_lab.testing import gpu_schedules as gs
@@ -63,6 +64,22 @@ def window_sum(n: int = 1024, threads: int = 128, shared: bool = True) -> tir.Sc
         ax = sch.get_loops(cached)[-1]
         _, tx = sch.split(ax, [None, threads])
         sch.bind(tx, "threadIdx.x")
+    return sch
+
+
+def matmul_naive(n: int = 1024, threads: int = 16) -> tir.Schedule:
+    """One thread per element of C, blocks of ``threads`` x ``threads``: each thread reads a whole
+    row of A and column of B from global memory."""
+    sch = _schedule(matmul(n))
+    block_c = sch.get_block("C")
+    i, j, _ = sch.get_loops(block_c)
+    i0, i1 = sch.split(i, [None, threads])
+    j0, j1 = sch.split(j, [None, threads])
+    sch.reorder(i0, j0, i1, j1)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.y")
+    sch.bind(j1, "threadIdx.x")
     return sch
 
 
