@@ -50,3 +50,13 @@ def test_int_bound():
     assert int_bound((i * 4 + j) % 8, RANGES) == (0, 7)
     assert int_bound(Var("free") + 1) == (None, None)
     assert int_bound(SizeVar("n") + 1) == (1, None)
+
+
+def test_floor_division_and_modulo_of_one_value_recombine():
+    x, y = Var("x"), Var("y")
+    fused = x * 4 + y
+    assert str(simplify(fused // 8 * 8 + fused % 8 + 256)) == "x * 4 + y + 256"
+    assert str(simplify(fused // 8 * 16 + fused % 8 * 2)) == "x * 8 + y * 2"
+    # coefficients that do not match stay as they are
+    assert "% 8" in str(simplify(fused // 8 * 8 + fused % 8 * 2))
+    assert "% 8" in str(simplify(fused // 4 * 8 + fused % 8))

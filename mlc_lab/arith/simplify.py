@@ -52,6 +52,27 @@ def linear_form(e) -> "Linear":
     return _Simplifier({}).linear(e)
 
 
+def is_multiple_of(e, k: int) -> bool:
+    """True when the integer ``e`` is provably a multiple of ``k`` for every value of its
+    variables: each term of its linear form is, counting ``x % c`` as a multiple of g when g
+    divides c and x.
+
+    >>> from mlc_lab import tir
+    >>> t = tir.Var("t")
+    >>> is_multiple_of(t * 4 % 8 + t * 8 + 4, 4), is_multiple_of(t * 2 + 4, 4)
+    (True, False)
+    """
+    lin = linear_form(e)
+    if lin.const % k:
+        return False
+    for atom, coef in lin.terms.values():
+        need = k // math.gcd(k, coef)
+        if need > 1 and not (isinstance(atom, E.FloorMod) and isinstance(_const_value(atom.b), int)
+                             and _const_value(atom.b) % need == 0 and is_multiple_of(atom.a, need)):
+            return False
+    return True
+
+
 def from_linear(lin: "Linear", dtype: str):
     """The expression ``lin`` stands for: positive terms first, then the constant."""
     return _Simplifier({}).rebuild(lin, dtype)
@@ -130,6 +151,18 @@ class _Simplifier:
             out = E.Sub(out, E.IntImm(dtype, -lin.const))
         return out
 
+    def merge_div_mod(self, lin: Linear) -> Linear:
+        """``x // c * (k * c) + x % c * k`` is ``x * k`` (floor division and modulo, any x)."""
+        for key, (atom, coef) in list(lin.terms.items()):
+            c = _const_value(atom.b) if isinstance(atom, E.FloorMod) else None
+            if not isinstance(c, int) or c == 0:
+                continue
+            div_key = atom_key(E.FloorDiv(atom.a, atom.b))
+            if div_key in lin.terms and lin.terms[div_key][1] == coef * c:
+                both = Linear({key: (atom, coef), div_key: (lin.terms[div_key][0], coef * c)})
+                return self.merge_div_mod(lin.add(both, -1).add(self.linear(atom.a).scale(coef)))
+        return lin
+
     def bound(self, e):
         return int_bound(e, self.var_ranges)
 
@@ -151,7 +184,7 @@ class _Simplifier:
         if _is_const(a) and _is_const(b):
             return _fold(type(e), a, b)
         if dt.is_int(e.dtype) and dt.lanes(e.dtype) == 1:
-            return self.rebuild(self.linear(type(e)(a, b)), e.dtype)
+            return self.rebuild(self.merge_div_mod(self.linear(type(e)(a, b))), e.dtype)
         if isinstance(e, E.Mul) and (_const_value(b) == 1 or _const_value(a) == 1):
             return a if _const_value(b) == 1 else b
         if isinstance(e, (E.Add, E.Sub)) and _const_value(b) == 0:

@@ -17,7 +17,7 @@ Rules the printer keeps:
 """
 from __future__ import annotations
 
-from ..arith import linear_form, simplify
+from ..arith import is_multiple_of, simplify
 from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -226,8 +226,7 @@ class CSourcePrinter(ExprPrinter, StmtExprVisitor):
         elem = dt.element_of(buffer.dtype)
         if index.lanes not in self.VECTOR_LANES.get(elem, ()):
             return None
-        lin = linear_form(index.base)
-        if lin.const % index.lanes or any(c % index.lanes for _, c in lin.terms.values()):
+        if not is_multiple_of(index.base, index.lanes):
             return None
         return f"{self.TYPES[elem]}{index.lanes}"
 

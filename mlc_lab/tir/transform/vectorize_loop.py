@@ -205,7 +205,17 @@ def _ramp(base, stride, lanes):
 
 
 def _ramp_arith(op, a, b):
-    """Ramp arithmetic that stays a Ramp: ramp +- scalar, ramp +- ramp, ramp * scalar."""
+    """Ramp arithmetic that stays a Ramp: ramp +- scalar, ramp +- ramp, ramp * scalar, and
+    ``Ramp // c``, ``Ramp % c`` whose lanes stay in one group of c. A Broadcast counts as its
+    scalar; two Broadcasts combine into one."""
+    if op in _SCALAR_OPS and not isinstance(a, E.Ramp) and not isinstance(b, E.Ramp) and \
+            (isinstance(a, E.Broadcast) or isinstance(b, E.Broadcast)):
+        lanes = a.lanes if isinstance(a, E.Broadcast) else b.lanes
+        scalar = [x.value if isinstance(x, E.Broadcast) else x for x in (a, b)]
+        if all(dt.lanes(x.dtype) == 1 for x in scalar):
+            return E.Broadcast(op(*scalar), lanes)
+    a = a.value if isinstance(a, E.Broadcast) and isinstance(b, E.Ramp) else a
+    b = b.value if isinstance(b, E.Broadcast) and isinstance(a, E.Ramp) else b
     ra, rb = isinstance(a, E.Ramp), isinstance(b, E.Ramp)
     la, lb = dt.lanes(a.dtype), dt.lanes(b.dtype)
     if op is E.Add and (ra or rb) and (ra or la == 1) and (rb or lb == 1):
@@ -220,7 +230,23 @@ def _ramp_arith(op, a, b):
     if op is E.Mul and (ra and lb == 1 or rb and la == 1):
         ramp, other = (a, b) if ra else (b, a)
         return _ramp(ramp.base * other, ramp.stride * other, ramp.lanes)
+    if op in (E.FloorDiv, E.FloorMod) and ra and _lanes_stay_in_one_group(a, b):
+        if op is E.FloorDiv:
+            return E.Broadcast(E.FloorDiv(a.base, b), a.lanes)
+        return _ramp(E.FloorMod(a.base, b), a.stride, a.lanes)
     return None
+
+
+_SCALAR_OPS = (E.Add, E.Sub, E.Mul, E.FloorDiv, E.FloorMod, E.Min, E.Max)
+
+
+def _lanes_stay_in_one_group(ramp, divisor) -> bool:
+    """``Ramp(base, 1, L) // c`` is one value when L divides c and base: the L consecutive
+    values never cross a multiple of c (a fused loop split by 4 inside rows of 8)."""
+    from ...arith import is_multiple_of
+    c, lanes = (divisor.value if isinstance(divisor, E.IntImm) else None), ramp.lanes
+    return bool(is_const(ramp.stride, 1) and c and c > 0 and c % lanes == 0
+                and is_multiple_of(ramp.base, lanes))
 
 
 def _reads(e, buffers: set) -> bool:
