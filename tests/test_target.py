@@ -88,7 +88,7 @@ def test_canonical_string_uses_table_order_and_drops_defaults():
 
 def test_unknown_kind_lists_known_kinds():
     with pytest.raises(ValueError, match=r"unknown target kind 'lvm' \(did you mean 'llvm'\?\); "
-                                         r"known kinds: cuda, cuda-sim, llvm, numpy, python"):
+                                         r"known kinds: cuda, cuda-sim, llvm, numpy, opencl, python"):
         Target("lvm")
     with pytest.raises(ValueError, match="unknown target tag 'nvidia/h10' .*known tags: .*h100"):
         Target("nvidia/h10")
@@ -112,7 +112,7 @@ def test_unknown_attribute_names_it_and_lists_known_ones():
 
 # -- backends --------------------------------------------------------------------------------------
 def test_builtin_backends_and_unavailable_targets():
-    assert available_targets() == ["cuda", "cuda-sim", "llvm", "numpy", "python"]
+    assert available_targets() == ["cuda", "cuda-sim", "llvm", "numpy", "opencl", "python"]
     assert get_backend("numpy") is get_backend("python")
     assert get_backend("llvm").capabilities.supports_parallel
     assert not get_backend("llvm").capabilities.supports_thread_binding

@@ -207,3 +207,32 @@ def _event_timer(func: CUDAFunction, number: int, repeat: int):
             results.append(start.time_till(end) / 1e3 / number)
         return BenchmarkResult(results)
     return evaluate
+
+
+class SourceOnlyModule(Module):
+    """A build for a target mlc_lab generates source for but cannot run ("opencl"):
+    ``imported_modules[0].get_source()`` is the source; calling a function says what to do."""
+
+    def __init__(self, names: list, source: str, kind: str):
+        functions = {name: _NotRunnable(name, kind) for name in names}
+        super().__init__(functions, kind, [_Source(source, kind)])
+
+    def get_source(self, fmt: str = "") -> str:
+        return self.imported_modules[0].get_source(fmt)
+
+
+class _Source:
+    def __init__(self, source: str, kind: str):
+        self.source, self.type_key = source, kind
+
+    def get_source(self, fmt: str = "") -> str:
+        return self.source
+
+
+class _NotRunnable:
+    def __init__(self, name: str, kind: str):
+        self.name, self.kind = name, kind
+
+    def __call__(self, *args):
+        raise RuntimeError(f"{self.name}(): target {self.kind!r} produces source only; build for "
+                           "'cuda' to run the kernels (on a GPU, or on the cuda-sim simulator)")

@@ -26,6 +26,7 @@ class Attr:
 class TargetKind:
     name: str
     device_type: str                      # what runtime.Device runs its code: "cpu" or "cuda"
+                                          # ("opencl": no runtime, source only)
     attrs: Mapping[str, Attr] = field(default_factory=dict)
     aliases: tuple = ()                   # other names parsed as this kind ("numpy" is "python")
     doc: str = ""
@@ -60,6 +61,8 @@ _GPU_ATTRS = {
 _CUDA = TargetKind("cuda", "cuda", _GPU_ATTRS, doc="CUDA C for an NVIDIA GPU")
 _CUDA_SIM = TargetKind("cuda-sim", "cpu", _GPU_ATTRS,
                        doc="CUDA kernels run on the CPU simulator (counts memory transactions)")
+_OPENCL = TargetKind("opencl", "opencl", _GPU_ATTRS,
+                     doc="OpenCL C source of GPU kernels (source only: run them with 'cuda')")
 _PYTHON = TargetKind("python", "cpu", {}, aliases=("numpy",),
                      doc="the reference interpreter (numpy, vectorised over loop nests)")
 
@@ -82,9 +85,9 @@ def unregister_kind(name: str) -> None:
 
 
 # Targets of the reference compiler that mlc_lab has no backend for, and what to use instead.
-_NOT_PROVIDED = {name: "mlc_lab has no {name} backend (it generates LLVM and CUDA code only); "
-                 "use target 'cuda' for GPU kernels or 'llvm' for the CPU instead"
-                 for name in ("opencl", "vulkan", "metal", "rocm", "webgpu")}
+_NOT_PROVIDED = {name: "mlc_lab has no {name} backend (it generates LLVM, CUDA and OpenCL source "
+                 "only); use target 'cuda' for GPU kernels or 'llvm' for the CPU instead"
+                 for name in ("vulkan", "metal", "rocm", "webgpu")}
 
 
 def get_kind(name: str) -> TargetKind:
@@ -106,5 +109,5 @@ def did_you_mean(word: str, choices) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-for _kind in (_LLVM, _CUDA, _CUDA_SIM, _PYTHON):
+for _kind in (_LLVM, _CUDA, _CUDA_SIM, _OPENCL, _PYTHON):
     register_kind(_kind)

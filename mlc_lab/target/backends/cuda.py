@@ -68,5 +68,25 @@ class CUDASimBackend(CUDABackend):
     simulate_only = True
 
 
+class OpenCLBackend(CUDABackend):
+    """Target "opencl": the same kernels as OpenCL C, source only (no OpenCL runtime)."""
+    kind = "opencl"
+    capabilities = Capabilities(device_type="opencl", supports_vector=True, vector_lanes=(2, 4),
+                                supports_thread_binding=True, max_threads_per_block=1024)
+
+    def render(self, functions, target=None) -> str:
+        from ...codegen.opencl import render_opencl
+        return render_opencl(list(self.programs(functions, target).values()))
+
+    def compile(self, functions, target):
+        programs = self.programs(functions, target)
+        return CompiledCUDA(programs, self.render(functions, target), None)
+
+    def load(self, compiled, target, signatures):
+        from ...runtime.cuda_module import SourceOnlyModule
+        return SourceOnlyModule(list(compiled.programs), compiled.source, "opencl")
+
+
 register_backend(CUDABackend())
 register_backend(CUDASimBackend())
+register_backend(OpenCLBackend())
