@@ -214,9 +214,11 @@ class _KernelBuilder:
         return tuple(self.extents[t][0] if t in self.extents else 1 for t in tags)
 
 
-def _make_kernel(func: PrimFunc, name: str, root: S.For, scratch: list) -> Kernel:
+def _make_kernel(func: PrimFunc, name: str, root: S.For, scratch: list, sync: bool = True) -> Kernel:
     builder = _KernelBuilder(func, name)
-    body = inject_sync(builder.root(root), [builder.vars[t] for t in THREAD_TAGS])
+    body = builder.root(root)
+    if sync:
+        body = inject_sync(body, [builder.vars[t] for t in THREAD_TAGS])
     used_buffers = {id(b) for b in free_buffers(body)}
     used_vars = {id(v) for v in free_vars(body, buffer_shapes=True)}
     params = [p for p in func.params
