@@ -73,17 +73,12 @@ class CUDAFunction:
         values, _ = bind_arguments(self.signature, self.name, args, self.device)
         return values
 
-    def _simulate(self, values: list, counters: bool) -> list:
-        from .cuda_sim import simulate
-        bound = {}
-        for param, value in zip(self.program.func.params, values):
-            bound[param] = value.reshape(-1) if isinstance(param, Buffer) else value
-        for buffer in self.program.scratch:
-            bound[buffer] = np.zeros(_elements(buffer), buffer.dtype)
-        runs = []
-        for kernel in self.program.kernels:
-            args = {p: bound[p] for p in kernel.params}
-            runs.append(simulate(kernel, args, self.target, counters=counters))
+    def _simulate(self, values: list, counters: bool, trace: bool = False) -> list:
+        from .cuda_sim import simulate_program
+        arrays = [v.reshape(-1) if isinstance(p, Buffer) else v
+                  for p, v in zip(self.program.func.params, values)]
+        runs = simulate_program(self.program, arrays, target=self.target, counters=counters,
+                                trace=trace)
         self.last_runs = runs
         return runs
 
@@ -151,21 +146,48 @@ class CUDAModule(Module):
             return self.imported_modules[0].opencl
         return self.imported_modules[0].get_source(fmt)
 
-    def profile(self, *args, func_name: str | None = None):
-        """Run ``func_name`` (the entry function by default) on the simulator, counting memory
-        traffic, and return its profile: a table (text, and HTML in a notebook) and ``plot()``."""
-        from .cuda_sim import profile_runs
+    def simulate(self, *args, func_name: str | None = None, trace: bool = False) -> list:
+        """Run ``func_name`` (the entry function by default) on the simulator with its counters
+        (and a trace of who stored what, with ``trace=True``): one ``cuda_sim.KernelRun`` per
+        kernel, in launch order. Arrays on a real GPU are copied for it and left untouched."""
         func = self.get_function(func_name or self.entry_name)
-        values = func._host_arrays(_host_visible(args))
-        return profile_runs(func._simulate(values, counters=True), self.target_obj)
+        return func._simulate(func._host_arrays(_host_visible(args)), counters=True, trace=trace)
+
+    def profile(self, *args, func_name: str | None = None):
+        """The simulator's profile of one call: memory requests, sectors, bank conflicts,
+        occupancy and the time estimate, as a table (text, HTML in a notebook) with ``plot()``;
+        a list of them for a function that launches several kernels."""
+        profiles = [run.report(self.target_obj) for run in self.simulate(*args, func_name=func_name)]
+        return profiles[0] if len(profiles) == 1 else profiles
 
     def estimate_seconds(self, *args, func_name: str | None = None) -> float:
         """The simulator's time estimate of one call on the target GPU (not a measurement)."""
         from .cuda_sim import estimate_seconds
-        func = self.get_function(func_name or self.entry_name)
-        values = func._host_arrays(_host_visible(args))
         return sum(estimate_seconds(run, self.target_obj)
-                   for run in func._simulate(values, counters=True))
+                   for run in self.simulate(*args, func_name=func_name))
+
+    def who_wrote(self, buffer: str, *args, func_name: str | None = None):
+        """``(block_of, thread_of)``: for each element of the parameter ``buffer``, the linear
+        index of the block and of the thread (within its block) that last stored it, -1 where
+        nothing did; arrays of the parameter's shape, for ``viz.gpu.draw_thread_grid``."""
+        func = self.get_function(func_name or self.entry_name)
+        param = next((p for p in func.signature.params if getattr(p, "name", None) == buffer), None)
+        if not isinstance(param, Buffer):
+            names = ", ".join(p.name for p in func.signature.params if isinstance(p, Buffer))
+            raise KeyError(f"{func.name} has no buffer parameter {buffer!r}; it has {names}")
+        shape = tuple(int(d.value) for d in param.shape)
+        block_of = np.full(int(np.prod(shape)), -1)
+        thread_of = np.full(int(np.prod(shape)), -1)
+        for run in self.simulate(*args, func_name=func_name, trace=True):
+            if buffer not in run.trace.sizes:    # this kernel does not store to it
+                continue
+            writers = run.trace.writers(buffer)
+            kernel = run.kernel
+            blocks = _linear(writers["block"], kernel.grid)
+            threads = _linear(writers["thread"], kernel.block)
+            written = blocks >= 0
+            block_of[written], thread_of[written] = blocks[written], threads[written]
+        return block_of.reshape(shape), thread_of.reshape(shape)
 
     def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, cooldown_interval_ms: float = 0):
@@ -177,6 +199,13 @@ class CUDAModule(Module):
         def estimate(*args) -> BenchmarkResult:
             return BenchmarkResult([self.estimate_seconds(*args, func_name=func_name)] * repeat)
         return estimate
+
+
+def _linear(xyz, dims) -> np.ndarray:
+    """Linear ids of (x, y, z) rows (x fastest, as CUDA numbers threads); -1 rows stay -1."""
+    xyz = np.asarray(xyz)
+    ids = xyz[:, 0] + dims[0] * (xyz[:, 1] + dims[1] * xyz[:, 2])
+    return np.where(xyz[:, 0] < 0, -1, ids)
 
 
 def _host_visible(args) -> list:

@@ -31,8 +31,13 @@ class CUDABackend(Backend):
         return lower(mod)
 
     def programs(self, functions: dict, target) -> dict:
+        """Each function's kernels. ``PassContext(config={"cuda.inject_sync": False})`` leaves
+        out the barriers, to watch the simulator catch the races they prevent."""
+        from ...ir.transform import PassContext
         from ...tir.transform.split_host_device import split_host_device
-        return {name: split_host_device(func, target, name) for name, func in functions.items()}
+        sync = PassContext.current().config.get("cuda.inject_sync", True)
+        return {name: split_host_device(func, target, name, sync=bool(sync))
+                for name, func in functions.items()}
 
     def render(self, functions, target=None) -> str:
         from ...codegen.cuda import render_cuda
