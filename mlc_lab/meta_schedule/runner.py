@@ -246,6 +246,8 @@ def measure(reference: Reference, build_func, mod, target, number: int, repeat: 
         lib = build_func(mod, target)
     except Exception as err:
         return RunResult(None, f"build error: {type(err).__name__}: {_brief(err)}")
+    if hasattr(lib, "estimate_seconds") and _simulated(lib):
+        return _estimate_on_simulator(reference, lib, mod, target, rtol, atol)
     try:
         arrays = [runtime.ndarray.array(a) if isinstance(a, np.ndarray) else a for a in reference.args]
         start = time.perf_counter()
@@ -267,6 +269,46 @@ def measure(reference: Reference, build_func, mod, target, number: int, repeat: 
         results = list(timer(*arrays).results)
         reference.best_secs = min(reference.best_secs, *results)
         return RunResult(results)
+    except Exception as err:
+        return RunResult(None, f"run error: {type(err).__name__}: {_brief(err)}")
+
+
+# Blocks of each kernel the simulator runs for a GPU candidate without a GPU: their outputs are
+# checked, and the time model scales their counters to the whole grid.
+SIM_BLOCKS = 4
+
+
+def _simulated(lib) -> bool:
+    """A GPU build that runs on the simulator here (target cuda-sim, or cuda without a GPU)."""
+    import warnings
+    from ..runtime.cuda_device import SimulatedGPUNotice, mode
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SimulatedGPUNotice)
+        return lib.target == "cuda-sim" or mode() == "sim"
+
+
+def _estimate_on_simulator(reference: Reference, lib, mod, target, rtol, atol) -> RunResult:
+    """Without a GPU a candidate's time is the simulator's estimate for the target GPU, from a
+    few of its blocks; the outputs those blocks write are checked (the rest stay NaN)."""
+    from ..runtime.cuda_sim import estimate_seconds
+    from ..runtime.module import written_buffers
+    try:
+        func = mod[reference.func_name]
+        written = {id(b) for b in written_buffers(func)}
+        args = [np.full_like(a, np.nan) if id(p) in written and np.issubdtype(a.dtype, np.floating)
+                else (a.copy() if isinstance(a, np.ndarray) else a)
+                for p, a in zip(func.params, reference.args)]
+        runs = lib.simulate(*args, func_name=reference.func_name, blocks=SIM_BLOCKS)
+        for param, got, want, is_buffer in zip(func.params, args, reference.expected,
+                                               reference.output_mask):
+            written = ~np.isnan(got) if is_buffer and np.issubdtype(got.dtype, np.floating) else None
+            if written is not None and written.any() and not np.allclose(
+                    got[written], want[written], rtol=rtol, atol=atol):
+                where = tuple(int(i) for i in np.argwhere(
+                    written & ~np.isclose(got, want, rtol=rtol, atol=atol))[0])
+                return RunResult(None, f"wrong result: buffer {param.name}{list(where)} is "
+                                       f"{got[where]!r} but the original program gives {want[where]!r}")
+        return RunResult([sum(estimate_seconds(run, lib.target_obj) for run in runs)])
     except Exception as err:
         return RunResult(None, f"run error: {type(err).__name__}: {_brief(err)}")
 

@@ -111,14 +111,18 @@ class PostOrderApply(SpaceGenerator):
         return f"PostOrderApply(rules={self.rules!r})"
 
 
-def create_space(space, num_cores: int = 1) -> SpaceGenerator:
-    """A space from what ``tune_tir`` accepts: None or "auto" (PostOrderApply), a function of a
-    schedule (ScheduleFn), or a SpaceGenerator."""
+def create_space(space, num_cores: int = 1, target=None) -> SpaceGenerator:
+    """A space from what ``tune_tir`` accepts: None or "auto" (PostOrderApply, with the GPU rules
+    for a GPU ``target``), a function of a schedule (ScheduleFn), or a SpaceGenerator."""
+    from .schedule_rule_gpu import gpu_postprocs, gpu_rules, is_gpu_target
+    gpu = is_gpu_target(target)
     if space is None or (isinstance(space, str) and space in ("auto", "post-order-apply")):
+        if gpu:
+            return PostOrderApply(rules=gpu_rules(), postprocs=gpu_postprocs(target))
         return PostOrderApply(num_cores=num_cores)
     if isinstance(space, SpaceGenerator):
         return space
     if callable(space):
-        return ScheduleFn(space)
+        return ScheduleFn(space, postprocs=gpu_postprocs(target) if gpu else None)
     raise TypeError(f"space expects 'auto', a function of a tir.Schedule or a SpaceGenerator, "
                     f"got {space!r}")

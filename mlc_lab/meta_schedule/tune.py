@@ -99,7 +99,7 @@ def tune_tir(mod, target, max_trials_global: int | None = None, num_trials_per_i
     mod = as_module(mod)
     func_name = single_func_name(mod)
     target = Target(target)
-    space = create_space(space, num_cores=target.attrs.get("num-cores") or 1)
+    space = create_space(space, num_cores=target.attrs.get("num-cores") or 1, target=target)
     strategy = create_strategy(strategy)
     if database is None:
         database = JSONDatabase(work_dir or tempfile.mkdtemp(prefix="mlc_lab_tune_"))

@@ -73,12 +73,12 @@ class CUDAFunction:
         values, _ = bind_arguments(self.signature, self.name, args, self.device)
         return values
 
-    def _simulate(self, values: list, counters: bool, trace: bool = False) -> list:
+    def _simulate(self, values: list, counters: bool, trace: bool = False, blocks=None) -> list:
         from .cuda_sim import simulate_program
         arrays = [v.reshape(-1) if isinstance(p, Buffer) else v
                   for p, v in zip(self.program.func.params, values)]
         runs = simulate_program(self.program, arrays, target=self.target, counters=counters,
-                                trace=trace)
+                                trace=trace, blocks=blocks)
         self.last_runs = runs
         return runs
 
@@ -146,12 +146,16 @@ class CUDAModule(Module):
             return self.imported_modules[0].opencl
         return self.imported_modules[0].get_source(fmt)
 
-    def simulate(self, *args, func_name: str | None = None, trace: bool = False) -> list:
+    def simulate(self, *args, func_name: str | None = None, trace: bool = False,
+                 blocks=None) -> list:
         """Run ``func_name`` (the entry function by default) on the simulator with its counters
         (and a trace of who stored what, with ``trace=True``): one ``cuda_sim.KernelRun`` per
-        kernel, in launch order. Arrays on a real GPU are copied for it and left untouched."""
+        kernel, in launch order. Arrays on a real GPU are copied for it and left untouched.
+        ``blocks``: simulate only that many blocks of each kernel, spread over its grid (their
+        outputs alone are written; estimates scale their counters to the whole grid)."""
         func = self.get_function(func_name or self.entry_name)
-        return func._simulate(func._host_arrays(_host_visible(args)), counters=True, trace=trace)
+        return func._simulate(func._host_arrays(_host_visible(args)), counters=True, trace=trace,
+                              blocks=blocks)
 
     def profile(self, *args, func_name: str | None = None):
         """The simulator's profile of one call: memory requests, sectors, bank conflicts,
