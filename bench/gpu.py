@@ -28,29 +28,13 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import mlc_lab  # noqa: E402
-from mlc_lab import tir  # noqa: E402
-from mlc_lab.ir import IRModule  # noqa: E402
 from mlc_lab.runtime.cuda_sim import estimate, simulate  # noqa: E402
 from mlc_lab.target import Target  # noqa: E402
 from mlc_lab.testing import gpu_schedules as gs  # noqa: E402
-from mlc_lab.testing.matmul_schedules import matmul  # noqa: E402
 from mlc_lab.tir.transform.split_host_device import split_host_device  # noqa: E402
 
 VECTOR_N = 1 << 20
 TARGET = "nvidia/a100"
-
-
-def matmul_naive(n, threads=16):
-    """One thread per element of C (16 x 16 threads a block), accumulating in global memory."""
-    sch = tir.Schedule(IRModule({"main": matmul(n).with_attr("global_symbol", "main")}))
-    i, j, k = sch.get_loops(sch.get_block("C"))
-    i0, i1 = sch.split(i, [None, threads])
-    j0, j1 = sch.split(j, [None, threads])
-    sch.reorder(i0, j0, i1, j1, k)
-    for loop, tag in ((i0, "blockIdx.y"), (j0, "blockIdx.x"), (i1, "threadIdx.y"),
-                      (j1, "threadIdx.x")):
-        sch.bind(loop, tag)
-    return sch
 
 
 def cases(quick: bool):
@@ -58,7 +42,7 @@ def cases(quick: bool):
     out = [("vector_add", gs.vector_add(VECTOR_N), "vector_add", VECTOR_N, "vector_add"),
            ("window_sum (shared)", gs.window_sum(VECTOR_N), "window_sum", VECTOR_N, "window_sum")]
     for n in ((256,) if quick else (256, 1024)):
-        out += [(f"matmul naive {n}", matmul_naive(n), "matmul", n, "matmul_naive"),
+        out += [(f"matmul naive {n}", gs.matmul_naive(n), "matmul", n, "matmul_naive"),
                 (f"matmul_blocked {n}", gs.matmul_blocked(n), "matmul", n, "matmul_blocked"),
                 (f"matmul_shared {n}", gs.matmul_shared(n), "matmul", n, "matmul_shared"),
                 (f"matmul_shared v1 {n}", gs.matmul_shared(n, vector=1), "matmul", n,
@@ -116,6 +100,70 @@ def main():
     for name, est in rows:
         print(f"  {name:24} {est}")
     _targets(medians, rows)
+    if _gpu_present():
+        on_gpu(rows)
+    else:
+        print("\nNo CUDA GPU here: the real-GPU section (GFLOPS vs cuBLAS, estimate vs measurement) "
+              "runs on a machine with one.")
+
+
+def _gpu_present() -> bool:
+    from mlc_lab.runtime.device import _cuda_device_count
+    return _cuda_device_count() > 0
+
+
+def _cublas_seconds(n: int):
+    """cuBLAS SGEMM through torch (or cupy) on the same GPU; None when neither is installed."""
+    try:
+        import torch
+        a, b = (torch.rand(n, n, device="cuda") for _ in range(2))
+        sync, mm = torch.cuda.synchronize, lambda: a @ b
+    except Exception:
+        try:
+            import cupy
+            a, b = (cupy.random.rand(n, n, dtype=cupy.float32) for _ in range(2))
+            sync, mm = cupy.cuda.Device().synchronize, lambda: a @ b
+        except Exception:
+            return None
+    mm()
+    sync()
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(10):
+            mm()
+        sync()
+        times.append((time.perf_counter() - start) / 10)
+    return min(times)
+
+
+def on_gpu(rows):
+    """GFLOPS of the course's schedules and the best hand schedule at 1024 and 4096 on the real
+    GPU, against cuBLAS in the same run, and the time model's estimate against the measurement."""
+    os.environ["MLC_LAB_CUDA"] = "gpu"
+    estimates = {name: e.seconds for name, e in rows}
+    print("\nOn the GPU (CUDA events; cuBLAS through torch or cupy):")
+    print(f"{'program':24} {'ms':>9} {'GFLOPS':>9} {'x cuBLAS':>9} {'estimate/real':>14}")
+    dev = mlc_lab.cuda(0)
+    for n in (1024, 4096):
+        flops = 2 * n ** 3
+        cublas = _cublas_seconds(n)
+        programs = [("matmul naive", gs.matmul_naive(n)), ("matmul_blocked", gs.matmul_blocked(n)),
+                    ("matmul_shared", gs.matmul_shared(n)),
+                    ("best hand (16x16, tile 8)", gs.matmul_shared(n, local=8, block=16, tile_k=8))]
+        for label, sch in programs:
+            lib = mlc_lab.build(sch.mod, target="cuda")
+            arrays, _ = gs.arrays("matmul", n)
+            nds = [mlc_lab.nd.array(x, dev) for x in arrays]
+            seconds = lib.time_evaluator("main", dev, number=10, repeat=3)(*nds).min
+            name = f"{label} {n}"
+            est = estimates.get(name)
+            print(f"{name:24} {seconds * 1e3:9.3f} {flops / seconds / 1e9:9.0f} "
+                  f"{(cublas / seconds if cublas else float('nan')):9.2f} "
+                  f"{(est / seconds if est else float('nan')):14.2f}", flush=True)
+        if cublas:
+            print(f"{'cuBLAS ' + str(n):24} {cublas * 1e3:9.3f} {flops / cublas / 1e9:9.0f}")
+    print("Target: the best schedule at 4096 >= 0.5x cuBLAS.")
 
 
 def _targets(medians, rows):
