@@ -142,3 +142,18 @@ def test_blocks_inside_threads_are_an_error():
     sch.bind(i1, "blockIdx.x")
     with pytest.raises(GPUError, match=r"blockIdx loops go outside threadIdx loops"):
         kernels(sch.mod)
+
+
+def test_shared_memory_cannot_carry_values_from_one_kernel_to_the_next():
+    # The fetch into shared memory and the sum are bound as two separate kernels.
+    sch = gs.window_sum(256, threads=64, shared=False)
+    block = sch.get_block("C")
+    cached = sch.cache_read(block, 0, "shared")
+    i, = sch.get_loops(cached)
+    i0, i1 = sch.split(i, [None, 2])
+    sch.bind(i0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.x")
+    with pytest.raises(GPUError, match=r"buffer A_shared in shared memory is used by main_kernel0 "
+                                       r"and main_kernel1, but shared memory lives only while one "
+                                       r"kernel's block runs"):
+        kernels(sch.mod)

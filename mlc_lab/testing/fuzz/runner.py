@@ -17,11 +17,12 @@ from ...ir import structural_equal
 from ...runtime.llvm_runtime import VectorizeWarning
 from ...script import from_source
 from ...tir.schedule import ScheduleError, Trace
+from ...tir.transform.split_host_device import GPUError
 from ...tir.verify import VerifyError, verify
 from .programs import GENERATORS
 from .steps import Step, random_step
 
-TARGETS = ("python", "llvm", "llvm -num-cores=2", "llvm -bounds-check")
+TARGETS = ("python", "llvm", "llvm -num-cores=2", "llvm -bounds-check", "cuda-sim")
 KINDS = ("crash", "verify", "replay", "round-trip", "build-error", "oob", "uninitialized-read",
          "run-error", "miscompile", "segfault", "hang")
 
@@ -106,8 +107,13 @@ def check(seed: int, trial: int, steps: list, targets=TARGETS) -> Finding | None
     inputs = program.inputs(np.random.default_rng([seed, trial, 1]))
     want = program.reference(*[a.copy() for a in inputs])
     for target in targets:
+        mod = sch.mod if target != "cuda-sim" else gpu_bound(sch.mod)
+        if mod is None:
+            continue    # no loop nest here that one block per outer iteration could run
         try:
-            lib = build(sch.mod, target=target)
+            lib = build(mod, target=target)
+        except GPUError:
+            continue    # e.g. a global intermediate computed inside the bound loop: not launchable
         except Exception as exc:
             return Finding("build-error", target, _short(exc))
         args = [a.copy() for a in inputs]
@@ -123,6 +129,30 @@ def check(seed: int, trial: int, steps: list, targets=TARGETS) -> Finding | None
                 wrong = int((~np.isclose(args[position], expected, rtol=program.rtol, atol=program.rtol)).sum())
                 return Finding("miscompile", target, f"{wrong} of {expected.size} elements differ")
     return None
+
+
+def gpu_bound(mod):
+    """``mod`` with the outermost loop of every root loop nest split over 32 threads and bound to
+    blocks and threads (one kernel per nest), or None where an outermost loop carries a
+    reduction or a block has no loop."""
+    from ...meta_schedule.postproc import _feeds_only_spatial, block_names
+    sch = tir.Schedule(mod)
+    names = block_names(sch, "main")
+    for name in names:
+        loops = sch.get_loops(sch.get_block(name))
+        if loops and sch.get(loops[0]).kind == "thread_binding":
+            continue    # a nest bound already, for a block before this one
+        if not loops or not _feeds_only_spatial(sch.get(loops[0])):
+            return None
+        extent = sch.get(loops[0]).extent
+        threads = min(32, int(extent.value)) if hasattr(extent, "value") else 32
+        try:
+            bx, tx = sch.split(loops[0], [None, threads])
+            sch.bind(bx, "blockIdx.x")
+            sch.bind(tx, "threadIdx.x")
+        except ScheduleError:
+            return None     # bind refuses (e.g. a reduction's init decomposed out of the nest)
+    return sch.mod if names else None
 
 
 def _short(exc: BaseException) -> str:

@@ -101,6 +101,7 @@ def split_host_device(func: PrimFunc, target=None, name: str | None = None,
         (scratch if body.buffer.scope == "global" else on_chip).append(body.buffer)
         body = body.body
     stmts = list(body.seq) if isinstance(body, S.SeqStmt) else [body]
+    _check_on_chip_used_once(func, name, stmts, on_chip)
     kernels = []
     for stmt in stmts:
         if not (isinstance(stmt, S.For) and stmt.kind == "thread_binding"):
@@ -114,6 +115,21 @@ def split_host_device(func: PrimFunc, target=None, name: str | None = None,
     for kernel in kernels:
         check_limits(kernel, target, func)
     return DeviceProgram(name, func, tuple(kernels), tuple(scratch))
+
+
+def _check_on_chip_used_once(func, name: str, stmts: list, on_chip: list) -> None:
+    """Shared and local memory live only while a block (a thread) of one kernel runs: a buffer
+    there cannot carry values from one kernel to the next."""
+    for buffer in on_chip:
+        users = [k for k, stmt in enumerate(stmts)
+                 if any(b is buffer for b in free_buffers(stmt))]
+        if len(users) > 1:
+            first, second = (f"{name}_kernel{k}" for k in users[:2])
+            raise GPUError(f"{name}: buffer {buffer.name} in {buffer.scope} memory is used by "
+                           f"{first} and {second}, but {buffer.scope} memory lives only while one "
+                           "kernel's block runs: compute it under the same blockIdx loop as its "
+                           "consumer (compute_at), or keep it in global memory",
+                           func, stmts[users[1]], "on-chip memory within one kernel")
 
 
 def _outside_kernel(stmt, name: str) -> str:
