@@ -48,3 +48,34 @@ def test_bad_input_is_refused_with_the_reason():
         draw_warp_access(np.arange(16), "global")
     with pytest.raises(ValueError, match="must have one shape"):
         draw_thread_grid(np.zeros(4, int), np.zeros(5, int))
+
+
+def test_threads_sharing_an_address_count_once():
+    # two rows of a matrix, each read by 16 threads: 8 distinct bytes in 2 sectors (12%)
+    rows = np.repeat([0, 512], 16)
+    assert draw_warp_access(rows, "global").get_title().startswith(
+        "global: 2 sector(s) of 32 B for 8 B requested (12%")
+    # four words of bank 0, each read by 8 threads: one box per word, labelled with its readers
+    ax = draw_warp_access(np.repeat([0, 256, 512, 768], 8), "shared")
+    assert ax.get_title() == "shared: 4 wavefront(s) (4-way bank conflict)"
+    assert len(ax.patches) == 4
+    assert [t.get_text() for t in ax.texts[:4]] == ["\u00d78"] * 4
+
+
+def test_thread_grid_parts_blocks_and_the_tiles_of_threads():
+    rows, cols = np.indices((4, 4))
+    quadrant = rows // 2 * 2 + cols // 2
+    # four blocks of 2 x 2 threads, one element each: black lines around the blocks only
+    [lines] = draw_thread_grid(quadrant, rows % 2 * 2 + cols % 2).collections
+    assert len(lines.get_segments()) == 8 and tuple(lines.get_colors()[0][:3]) == (0, 0, 0)
+    # one block whose four threads write a 2 x 2 tile each: white lines around the tiles only
+    [lines] = draw_thread_grid(np.zeros((4, 4), int), quadrant).collections
+    assert len(lines.get_segments()) == 8 and tuple(lines.get_colors()[0][:3]) == (1, 1, 1)
+
+
+@pytest.mark.parametrize("addresses", [np.arange(32) * 4 + 16, np.repeat([0, 512], 16), np.arange(32) * 32])
+def test_memory_row_ends_with_a_whole_sector(addresses):
+    ax = draw_warp_access(addresses, "global")
+    memory = [p for p in ax.patches if p.get_y() == 0]      # the sectors; threads sit at y = 3
+    assert len(memory) == addresses.max() // 32 - addresses.min() // 32 + 1
+    assert max(p.get_x() + p.get_width() for p in memory) == pytest.approx(32)

@@ -37,7 +37,9 @@ def sectors_and_wavefronts(byte_addresses, kind: str = "global") -> int:
 def draw_thread_grid(block_of, thread_of, ax=None, title: str | None = None, numbers: bool | None = None):
     """Colour each element of an output (1-D or 2-D arrays ``block_of`` and ``thread_of`` of its
     shape: the linear block and thread index that wrote it, -1 for none) by its block, lighter
-    for higher thread numbers, and print the thread number in small grids. Returns the Axes."""
+    for higher thread numbers, and print the thread number in small grids. Black lines part the
+    blocks; where threads write several elements each, white lines part the threads' regions.
+    Returns the Axes."""
     import matplotlib.pyplot as plt
     from matplotlib.colors import hsv_to_rgb
     block_of, thread_of = np.atleast_2d(block_of), np.atleast_2d(thread_of)
@@ -58,19 +60,48 @@ def draw_thread_grid(block_of, thread_of, ax=None, title: str | None = None, num
         for (r, c), t in np.ndenumerate(thread_of):
             if t >= 0:
                 ax.text(c, r, str(t), ha="center", va="center", fontsize=7, color="black")
+    _draw_owner_boundaries(ax, block_of, thread_of)
     blocks = int(block_of.max()) + 1
     ax.set_title(title or f"{blocks} block(s) x {threads} thread(s): colour = block, "
                           "shade and number = thread")
     ax.set_xlabel("column" if block_of.shape[0] > 1 else "element")
-    ax.set_yticks([] if block_of.shape[0] == 1 else ax.get_yticks())
+    if block_of.shape[0] == 1:
+        ax.set_yticks([])
     return ax
+
+
+def _draw_owner_boundaries(ax, block_of, thread_of) -> None:
+    """Lines between neighbouring elements of different blocks (black) and, when a thread owns
+    more than one element on average, of different threads of one block (white)."""
+    from matplotlib.collections import LineCollection
+    owner = block_of * (int(thread_of.max()) + 1) + thread_of
+    per_thread = owner.size / max(np.unique(owner[block_of >= 0]).size, 1)
+    block_lines, thread_lines = [], []
+    for axis in (0, 1):
+        first = [slice(None), slice(None)]
+        second = [slice(None), slice(None)]
+        first[axis], second[axis] = slice(None, -1), slice(1, None)
+        other_block = block_of[tuple(first)] != block_of[tuple(second)]
+        other_thread = (owner[tuple(first)] != owner[tuple(second)]) & ~other_block
+        for found, lines in ((other_block, block_lines), (other_thread, thread_lines)):
+            for r, c in zip(*np.nonzero(found)):
+                if axis == 0:    # between rows r and r + 1
+                    lines.append([(c - 0.5, r + 0.5), (c + 0.5, r + 0.5)])
+                else:            # between columns c and c + 1
+                    lines.append([(c + 0.5, r - 0.5), (c + 0.5, r + 0.5)])
+    if thread_lines and per_thread > 1:
+        ax.add_collection(LineCollection(thread_lines, colors="white", linewidths=0.8))
+    if block_lines:
+        ax.add_collection(LineCollection(block_lines, colors="black", linewidths=1.5))
 
 
 def draw_warp_access(byte_addresses, kind: str = "global", ax=None, title: str | None = None):
     """One warp's access: each of the 32 threads (top row) joined to the byte address it touches.
-    Global memory is drawn as 32-byte sectors (the ones touched shaded); shared memory as its 32
-    banks, a thread's word stacked above earlier distinct words of the same bank (the stack's
-    height is the number of wavefronts). Returns the Axes."""
+    Global memory is drawn as 32-byte sectors (the ones touched shaded), and the title compares
+    the distinct bytes asked for (threads sharing an address count once, as in the simulator's
+    coalescing efficiency) with the bytes moved; shared memory as its 32 banks, each word once,
+    stacked above earlier distinct words of the same bank (the stack's height is the number of
+    wavefronts). Returns the Axes."""
     import matplotlib.pyplot as plt
     addresses = np.asarray(byte_addresses, dtype=np.int64)
     if addresses.shape != (WARP,):
@@ -95,8 +126,9 @@ def draw_warp_access(byte_addresses, kind: str = "global", ax=None, title: str |
 
 def _draw_global(ax, addresses, active, sectors: int) -> None:
     lo = int(addresses[active].min()) // SECTOR_BYTES * SECTOR_BYTES if active.any() else 0
-    hi = int(addresses[active].max()) + 4 if active.any() else SECTOR_BYTES
-    span = max(hi - lo, SECTOR_BYTES)
+    hi = (int(addresses[active].max()) // SECTOR_BYTES + 1) * SECTOR_BYTES if active.any() \
+        else SECTOR_BYTES
+    span = hi - lo                                          # whole sectors, the last one included
     touched = {int(a) // SECTOR_BYTES for a in addresses[active]}
     scale = WARP / span                                     # memory row drawn as wide as the warp
     for sector in range(lo // SECTOR_BYTES, (lo + span + SECTOR_BYTES - 1) // SECTOR_BYTES):
@@ -106,7 +138,7 @@ def _draw_global(ax, addresses, active, sectors: int) -> None:
         ax.add_patch(_rect(t, 3, 0.9, 1, "#4c72b0" if active[t] else "#eeeeee"))
         if active[t]:
             ax.plot([t + 0.45, (addresses[t] - lo + 2) * scale], [3, 1], color="#333333", lw=0.6)
-    requested = 4 * int(active.sum())
+    requested = 4 * int(np.unique(addresses[active]).size)   # a shared address is fetched once
     ax.set_title(f"global: {sectors} sector(s) of 32 B for {requested} B requested "
                  f"({100 * requested / max(32 * sectors, 1):.0f}% of the bytes moved are used)")
     ax.set_xlim(-0.5, WARP + 0.5)
@@ -116,23 +148,25 @@ def _draw_global(ax, addresses, active, sectors: int) -> None:
 
 
 def _draw_shared(ax, addresses, active, wavefronts: int) -> None:
-    seen: dict = {}
+    readers: dict = {}                                      # word -> threads, in thread order
     for t in np.flatnonzero(active):
-        word = int(addresses[t]) // BANK_BYTES
+        readers.setdefault(int(addresses[t]) // BANK_BYTES, []).append(int(t))
+    rows: dict = {}                                         # bank -> its distinct words so far
+    for word, threads in readers.items():
         bank = word % BANKS
-        level = seen.setdefault(bank, [])
-        if word not in level:
-            level.append(word)
-        row = level.index(word)
+        row = len(rows.setdefault(bank, []))
+        rows[bank].append(word)
+        label = str(threads[0]) if len(threads) == 1 else f"\u00d7{len(threads)}"
         ax.add_patch(_rect(bank, row, 0.9, 0.9, "#4c72b0" if row == 0 else "#c44e52"))
-        ax.text(bank + 0.45, row + 0.45, str(t), ha="center", va="center", fontsize=6, color="white")
+        ax.text(bank + 0.45, row + 0.45, label, ha="center", va="center", fontsize=7, color="white")
     ax.set_xlim(-0.5, BANKS + 0.5)
     ax.set_ylim(-0.8, max(wavefronts, 1) + 0.5)
     for bank in range(0, BANKS, 4):
         ax.text(bank + 0.45, -0.5, str(bank), ha="center", fontsize=7)
     ax.set_title(f"shared: {wavefronts} wavefront(s) "
                  + ("(no bank conflict)" if wavefronts <= 1 else f"({wavefronts}-way bank conflict)"))
-    ax.set_xlabel("bank (a box is a thread's word; red ones wait for a later wavefront)", fontsize=8)
+    ax.set_xlabel("bank (a box is a word, numbered by the thread that uses it, \u00d7n when n threads "
+                  "share it; red ones wait for a later wavefront)", fontsize=8)
 
 
 def _rect(x, y, w, h, color):
