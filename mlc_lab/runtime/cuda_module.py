@@ -154,8 +154,24 @@ class CUDAModule(Module):
         ``blocks``: simulate only that many blocks of each kernel, spread over its grid (their
         outputs alone are written; estimates scale their counters to the whole grid)."""
         func = self.get_function(func_name or self.entry_name)
-        return func._simulate(func._host_arrays(_host_visible(args)), counters=True, trace=trace,
+        runs = func._simulate(func._host_arrays(_host_visible(args)), counters=True, trace=trace,
                               blocks=blocks)
+        for run in runs:   # occupancy from the compiler's register count where ptxas is at hand
+            run.registers = self._ptxas_registers().get(run.kernel.name, run.registers)
+        return runs
+
+    def _ptxas_registers(self) -> dict:
+        if not hasattr(self, "_registers"):
+            from . import nvrtc
+            device = self.imported_modules[0]
+            found = None
+            if device.ptx is not None:
+                try:
+                    found = nvrtc.ptxas_resources(device.ptx, self.target_obj)
+                except nvrtc.NVRTCError:
+                    found = None
+            self._registers = {k: v["registers"] for k, v in (found or {}).items()}
+        return self._registers
 
     def profile(self, *args, func_name: str | None = None):
         """The simulator's profile of one call: memory requests, sectors, bank conflicts,

@@ -77,8 +77,10 @@ class Memory:
     def store(self, position, value, mask) -> None:
         address = self.address(position)
         if mask is True:
-            self.flat[address] = value
-            return
+            if np.ndim(value) <= np.ndim(address):
+                self.flat[address] = value
+                return
+            mask = np.True_   # every thread stores to one address: the last one's value stays
         address, value, mask = np.broadcast_arrays(address, value, mask)
         self.flat[address[mask]] = value[mask]
 
