@@ -1,6 +1,6 @@
 """Checks of pictures and widgets in a real browser: Debian's headless Chromium driven by Playwright.
 
-A test module imports the ``chromium`` and ``page`` fixtures; a test opens HTML with ``show``,
+conftest.py registers the ``chromium`` and ``page`` fixtures once for the session; a test opens HTML with ``show``,
 screenshots an element with ``snapshot`` and checks its pixels with ``assert_readable``.
 Without Chromium or Playwright the tests skip on a developer machine and fail in CI (``CI`` set),
 so a CI machine that lost its browser cannot pass by skipping them.

@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+from browser import chromium, page  # noqa: F401  (fixtures, defined once for the whole session)
+
 # Set before anything imports matplotlib; notebook kernels started by the tests inherit it.
 os.environ["MPLBACKEND"] = "Agg"
 

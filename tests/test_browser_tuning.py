@@ -9,7 +9,7 @@ import pytest
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
-from browser import assert_readable, chromium, page, show, snapshot  # noqa: F401  (fixtures)
+from browser import assert_readable, show, snapshot
 from test_notebooks import kernel_config  # noqa: F401  (a fixture)
 
 TESTS = Path(__file__).resolve().parent
