@@ -84,6 +84,15 @@ def has_data_reuse(block) -> bool:
     return False
 
 
+def tileable_loops(sch, block_rv) -> list | None:
+    """The loops of a reduction with data reuse (matmul, conv) that a tiling rule splits: one per
+    iterator, in order; None for any other block."""
+    block = sch.get(block_rv)
+    if not is_reduction(block) or block.init is None or not has_data_reuse(block):
+        return None
+    return loops_match_iters(sch, block_rv)
+
+
 # -- the rules ----------------------------------------------------------------------------
 
 class AutoInline(ScheduleRule):
@@ -120,9 +129,7 @@ class MultiLevelTiling(ScheduleRule):
 
     def apply(self, sch, block_rv) -> None:
         block = sch.get(block_rv)
-        if not is_reduction(block) or block.init is None or not has_data_reuse(block):
-            return
-        loops = loops_match_iters(sch, block_rv)
+        loops = tileable_loops(sch, block_rv)
         if loops is None:
             return
         n_spatial = self.structure.count("S")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from ..tir.schedule import ScheduleError
 from ..tir.schedule.primitives.common import const_int
 from .postproc import Postproc, RewriteReductionBlock, VerifyModule
-from .schedule_rule import AutoInline, ScheduleRule, has_data_reuse, is_reduction, loops_match_iters
+from .schedule_rule import AutoInline, ScheduleRule, tileable_loops
 
 THREAD_CHOICES = (32, 64, 128, 256, 512)
 VECTOR_CHOICES = (1, 2, 4)
@@ -35,9 +35,7 @@ class MultiLevelTilingGPU(ScheduleRule):
 
     def apply(self, sch, block_rv) -> None:
         block = sch.get(block_rv)
-        if not is_reduction(block) or block.init is None or not has_data_reuse(block):
-            return
-        loops = loops_match_iters(sch, block_rv)
+        loops = tileable_loops(sch, block_rv)
         if loops is None:
             return
         levels = {"block": [], "thread": [], "tile": [], "r_outer": [], "r_inner": []}

@@ -86,16 +86,8 @@ def matmul_naive(n: int = 1024, threads: int = 16) -> tir.Schedule:
 def matmul_blocked(n: int = 1024, local: int = 8, block: int = 8, tile_k: int = 4) -> tir.Schedule:
     """Each thread computes a ``local`` x ``local`` tile of C in registers; a block of
     ``block`` x ``block`` threads covers ``local * block`` rows and columns."""
-    sch = _schedule(matmul(n))
-    block_c = sch.get_block("C")
-    c_local = sch.cache_write(block_c, 0, "local")
-    i, j, k = sch.get_loops(block_c)
-    i0, i1, i2 = sch.split(i, [None, block, local])
-    j0, j1, j2 = sch.split(j, [None, block, local])
-    k0, k1 = sch.split(k, [None, tile_k])
+    sch, block_c, (i0, j0, i1, j1, k0, k1) = _register_tiles(n, local, block, tile_k)
     sch.unroll(k1)
-    sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
-    sch.reverse_compute_at(c_local, j1)
     sch.bind(i0, "blockIdx.y")
     sch.bind(j0, "blockIdx.x")
     sch.bind(i1, "threadIdx.y")
@@ -104,11 +96,10 @@ def matmul_blocked(n: int = 1024, local: int = 8, block: int = 8, tile_k: int = 
     return sch
 
 
-def matmul_shared(n: int = 1024, local: int = 8, block: int = 8, tile_k: int = 8,
-                  vector: int = 4) -> tir.Schedule:
-    """``matmul_blocked`` plus shared memory: per step of k, the block's threads copy the
-    ``tile_k``-wide strips of A and B it needs into shared memory (``vector`` elements per copy,
-    1 for scalar copies) and compute from there."""
+def _register_tiles(n: int, local: int, block: int, tile_k: int):
+    """The tiling both matmul schedules share: C in ``local`` x ``local`` tiles per thread (written
+    through a "local" accumulator), ``block`` x ``block`` threads per block, k in steps of
+    ``tile_k``. Returns the schedule, block "C" and the loops (i0, j0, i1, j1, k0, k1)."""
     sch = _schedule(matmul(n))
     block_c = sch.get_block("C")
     c_local = sch.cache_write(block_c, 0, "local")
@@ -118,6 +109,15 @@ def matmul_shared(n: int = 1024, local: int = 8, block: int = 8, tile_k: int = 8
     k0, k1 = sch.split(k, [None, tile_k])
     sch.reorder(i0, j0, i1, j1, k0, k1, i2, j2)
     sch.reverse_compute_at(c_local, j1)
+    return sch, block_c, (i0, j0, i1, j1, k0, k1)
+
+
+def matmul_shared(n: int = 1024, local: int = 8, block: int = 8, tile_k: int = 8,
+                  vector: int = 4) -> tir.Schedule:
+    """``matmul_blocked`` plus shared memory: per step of k, the block's threads copy the
+    ``tile_k``-wide strips of A and B it needs into shared memory (``vector`` elements per copy,
+    1 for scalar copies) and compute from there."""
+    sch, block_c, (i0, j0, i1, j1, k0, _) = _register_tiles(n, local, block, tile_k)
     sch.bind(i0, "blockIdx.y")
     sch.bind(j0, "blockIdx.x")
     tx = sch.fuse(i1, j1)
