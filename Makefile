@@ -4,16 +4,35 @@ PYTHON ?= python3
 VENV_CMD ?= $(PYTHON) -m venv
 PY = $(VENV)/bin/python
 
-.PHONY: lab test bench clean
+.PHONY: lab test bench strip git-filter clean
 
 # JupyterLab refuses to start as root (e.g. in a container) unless told that is intended.
 ROOT_FLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
+# Extra options for `jupyter lab`, e.g. on a remote machine:
+#   make lab LAB_ARGS="--no-browser --port 8888 --ip 0.0.0.0"
+LAB_ARGS ?=
 
-lab: $(VENV)/.installed-lab
-	$(VENV)/bin/jupyter lab $(ROOT_FLAG) chapters/
+NOTEBOOKS = $(sort $(shell find chapters exercises -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null))
+# Stdlib only, so it runs (as git's filter too) without importing mlc_lab or installing anything.
+STRIP_NOTEBOOKS = mlc_lab/testing/strip_notebooks.py
 
-test: $(VENV)/.installed-test
+lab: $(VENV)/.installed-lab git-filter
+	$(VENV)/bin/jupyter lab $(ROOT_FLAG) $(LAB_ARGS) chapters/
+
+test: $(VENV)/.installed-test git-filter
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# Clear the outputs saved in the notebooks' files (git's filter already keeps them out of commits).
+strip:
+	$(if $(NOTEBOOKS),$(PYTHON) $(STRIP_NOTEBOOKS) $(NOTEBOOKS),@echo "no notebooks to strip")
+
+# Register the filter .gitattributes names, so `git add` stores notebooks without outputs while
+# the files on disk keep them. Outside a git checkout there is nothing to do.
+git-filter:
+	@if git rev-parse --git-dir >/dev/null 2>&1; then \
+		git config filter.strip-notebook-outputs.clean "$(PYTHON) $(STRIP_NOTEBOOKS)" \
+			|| echo "note: could not register the notebook filter; run 'make strip' before committing" >&2; \
+	fi
 
 bench: $(VENV)/.installed-bench
 	@for script in bench/*.py; do \

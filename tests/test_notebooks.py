@@ -1,4 +1,11 @@
-"""Every lecture and exercise notebook runs top to bottom in a fresh kernel and is stored without outputs."""
+"""Every lecture and exercise notebook runs top to bottom in a fresh kernel and is stored without outputs.
+
+The run uses a copy in memory, stripped of any saved outputs first; the file is never written, so
+running the suite leaves a student's notebooks as they were. Saved outputs are the student's
+business while they work: only CI (the CI environment variable set, as .ci/run does) fails on
+them, elsewhere the check skips and says how to strip them.
+"""
+import os
 import re
 import sys
 from pathlib import Path
@@ -10,6 +17,8 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, DeadKernelError
 from traitlets.config import Config
 
+from mlc_lab.testing.strip_notebooks import cells_with_outputs, strip, strip_text
+
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("exercises/**/*.ipynb"))
 CELL_TIMEOUT_S = 300
@@ -17,7 +26,7 @@ ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def notebook_id(path: Path) -> str:
-    return str(path.relative_to(REPO))
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else path.name
 
 
 @pytest.fixture(scope="session")
@@ -81,16 +90,55 @@ def test_kernel_runs_this_interpreter(kernel_config, tmp_path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=notebook_id)
 def test_notebook_runs_top_to_bottom(path: Path, kernel_config):
     nb = nbformat.read(path, as_version=4)
+    strip(nb)
     execute(nb, path.parent, kernel_config, notebook_id(path))
 
 
 def test_notebooks_are_stored_without_outputs():
-    offenders = [
-        f"{notebook_id(path)} cell {index}"
-        for path in NOTEBOOKS
-        for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
-        if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count") is not None)
-    ]
-    assert not offenders, "clear outputs before committing (Kernel > Restart & Clear Outputs):\n" + "\n".join(
-        offenders
-    )
+    check_stored_without_outputs(NOTEBOOKS)
+
+
+def check_stored_without_outputs(paths) -> None:
+    """Fail under CI, else skip, naming the notebooks among ``paths`` saved with outputs."""
+    offenders = {}
+    for path in paths:
+        cells = cells_with_outputs(nbformat.read(path, as_version=4))
+        if cells:
+            offenders[notebook_id(path)] = cells
+    if not offenders:
+        return
+    listing = "; ".join(f"{name} (cells {', '.join(map(str, cells))})" for name, cells in offenders.items())
+    if os.environ.get("CI"):
+        pytest.fail(f"notebooks must be committed without outputs: {listing}. Strip them with "
+                    "`make strip` (or `python -m mlc_lab.testing.strip_notebooks NOTEBOOK...`) "
+                    "and commit again; `make test` registers a git filter that does it on `git add`.",
+                    pytrace=False)
+    pytest.skip(f"saved outputs in {listing}: fine while you work, and git's filter (registered by "
+                "`make lab` / `make test`) leaves them out of commits; `make strip` clears the "
+                "files. CI fails on this.")
+
+
+def test_saved_outputs_fail_only_under_ci(tmp_path, monkeypatch):
+    clean = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Title \u2014 one"),
+                                            nbformat.v4.new_code_cell("print('hello')")])
+    clean.metadata.language_info = {"name": "python"}
+    as_committed = nbformat.writes(clean) + "\n"
+    saved = nbformat.reads(as_committed, as_version=4)
+    saved.cells[1].outputs = [nbformat.v4.new_output("stream", text="hello\n")]
+    saved.cells[1].execution_count = 1
+    saved.metadata.language_info.version = "3.12.0"     # JupyterLab fills in the kernel's details
+    copy = tmp_path / "saved.ipynb"
+    nbformat.write(saved, copy)
+
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"saved outputs in saved.ipynb \(cells 1\).*make strip"):
+        check_stored_without_outputs([copy])
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="must be committed without outputs.*make strip"):
+        check_stored_without_outputs([copy])
+
+    stripped = strip_text(copy.read_text(encoding="utf-8"))
+    assert stripped == as_committed                     # what git stores: the notebook as it was
+    assert strip_text(stripped) == stripped
+    copy.write_text(stripped, encoding="utf-8")
+    check_stored_without_outputs([copy])
