@@ -345,6 +345,13 @@ class ScheduleBase:
         before = self.history[self.history.index(after) - 1]
         show_diff(before.mod, after.mod, title=after.call)
 
+    def stepper(self, live: bool | None = None):
+        """Step through this schedule's trace: each call, the IR after it, the diff from the step
+        before and the loop nest of the block it touched; a slider in a notebook, static HTML or
+        text elsewhere (see ``mlc_lab.viz.stepper``)."""
+        from ...viz.stepper import Stepper
+        return Stepper(self, live=live)
+
     # -- numerics guard --------------------------------------------------------------------
     def _check_numerics(self, func_name: str, new_func: PrimFunc, primitive: str) -> None:
         from .numerics import compare_with_reference
