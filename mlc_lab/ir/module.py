@@ -79,6 +79,12 @@ class IRModule(Printable):
     def __len__(self) -> int:
         return len(self._functions)
 
+    def show_graph(self, func_name: str = "main", **options) -> None:
+        """Draw the relax function ``func_name`` as a graph (``mlc_lab.viz.graph.graph``, which
+        takes ``options``): a picture inside Jupyter, one line per node elsewhere."""
+        from ..viz.graph import graph
+        graph(self, func_name, **options).show()
+
     __repr__ = Printable.__str__
 
 
