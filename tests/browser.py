@@ -83,3 +83,25 @@ def assert_readable(pixels: np.ndarray, what: str, border: int = 3) -> None:
     assert np.median(edge) > 235, f"{what}: background is not white (median edge luminance {np.median(edge):.0f})"
     dark = (luminance[border:-border, border:-border] < 100).mean()
     assert dark > 0.005, f"{what}: too little dark ink for contrast ({dark:.2%} of pixels)"
+
+
+# The text colour of an element and the first opaque background behind it, as [r, g, b] lists.
+COLOURS = """element => {
+    const rgb = colour => colour.match(/[\\d.]+/g).map(Number);
+    let node = element, background = [255, 255, 255];
+    for (; node; node = node.parentElement) {
+        const found = rgb(getComputedStyle(node).backgroundColor);
+        if (found.length < 4 || found[3] > 0) { background = found.slice(0, 3); break; }
+    }
+    return {text: rgb(getComputedStyle(element).color).slice(0, 3), background};
+}"""
+
+
+def contrast_ratio(first, second) -> float:
+    """WCAG 2 contrast ratio of two sRGB colours (0..255): 1 (none) to 21 (black on white)."""
+    def luminance(rgb):
+        c = np.asarray(rgb, dtype=float) / 255
+        c = np.where(c <= 0.03928, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+        return float(c @ [0.2126, 0.7152, 0.0722])
+    high, low = sorted([luminance(first), luminance(second)], reverse=True)
+    return (high + 0.05) / (low + 0.05)

@@ -4,12 +4,11 @@ one warp's global and shared accesses, and shows ``lib.profile(...)``; its HTML 
 headless Chromium, must show both pictures big and readable and the profile table with legible
 text, in JupyterLab's light and dark themes. Screenshots land in pytest's tmp_path."""
 import nbformat
-import numpy as np
 import pytest
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
-from browser import assert_readable, show, snapshot
+from browser import COLOURS, assert_readable, contrast_ratio, show, snapshot
 from test_notebooks import kernel_config  # noqa: F401  (a fixture)
 
 # The kernel inherits MPLBACKEND=Agg from conftest; a learner's Jupyter shows figures inline.
@@ -38,25 +37,7 @@ plt.show()""",
 GRID_CELL, WARP_CELL, PROFILE_CELL = 1, 2, 3
 # The text colour of an element and the colour it is drawn on: the background of the nearest
 # ancestor (itself included) whose background is not transparent.
-COLOURS = """element => {
-    const rgb = colour => colour.match(/[\\d.]+/g).map(Number);
-    let node = element, background = [255, 255, 255];
-    for (; node; node = node.parentElement) {
-        const found = rgb(getComputedStyle(node).backgroundColor);
-        if (found.length < 4 || found[3] > 0) { background = found.slice(0, 3); break; }
-    }
-    return {text: rgb(getComputedStyle(element).color).slice(0, 3), background};
-}"""
 
-
-def contrast_ratio(first, second) -> float:
-    """WCAG 2 contrast ratio of two sRGB colours (0..255): 1 (none) to 21 (black on white)."""
-    def luminance(rgb):
-        c = np.asarray(rgb, dtype=float) / 255
-        c = np.where(c <= 0.03928, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
-        return float(c @ [0.2126, 0.7152, 0.0722])
-    high, low = sorted([luminance(first), luminance(second)], reverse=True)
-    return (high + 0.05) / (low + 0.05)
 
 
 @pytest.fixture(scope="module")

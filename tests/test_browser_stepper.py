@@ -12,7 +12,7 @@ from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
 from browser import assert_readable, show, snapshot
-from test_browser_gpu import COLOURS, contrast_ratio
+from browser import COLOURS, contrast_ratio
 from test_notebooks import kernel_config  # noqa: F401  (a fixture)
 
 TESTS = Path(__file__).resolve().parent

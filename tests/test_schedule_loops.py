@@ -241,7 +241,7 @@ def test_ir_diff_text_and_side_by_side_html():
     assert diff(before, before) == ""
     html = side_by_side_html(before, after, title="sch.reorder(l3, l1)")
     assert "sch.reorder(l3, l1)" in html
-    assert html.count("#ffeef0") == 1 and html.count("#e6ffed") == 1   # one changed line per side
+    assert html.count('class="mlc-side mlc-del"') == 1 and html.count('class="mlc-side mlc-add"') == 1
 
 
 def test_numerics_guard_names_the_step_and_keeps_the_old_module():

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from .._env import debug_enabled
+from .._env import debug_enabled, in_notebook
 from .module import IRModule
 
 
@@ -291,29 +291,76 @@ class PrintAfterAll(PrintIRBeforeAfter):
 
 
 class PrintDiff(PassInstrument):
-    """Show what every pass changed: ``mlc_lab.ir.diff`` text in a terminal, side-by-side HTML in
-    Jupyter (``mlc_lab.ir.show_diff``). With ``file=`` the text diff goes there instead."""
+    """Show what every pass changed (Sequentials show their members). In a terminal, and always
+    with ``file=``, each pass prints as it finishes: ``# <name>`` and the unified text diff
+    (``mlc_lab.ir.diff``) or ``(no change)``. In Jupyter the passes of one PassContext show as one
+    ``mlc_lab.viz.PipelineView``: a section per pass with its time and lines changed, the passes
+    that changed nothing closed; it appears at the first pass and is updated in place (every
+    ``REFRESH_S`` seconds at most, and when the context exits). ``show=False`` only records:
+    ``view()`` gives that view of the last context's passes either way.
 
-    def __init__(self, file=None):
-        self.file = file
-        self._before: list = []
+        diffs = PrintDiff(show=False)
+        with PassContext(instruments=[diffs]):
+            ex = relax.build(mod, "llvm")
+        diffs.view()
+    """
+
+    REFRESH_S = 0.5   # each update resends the whole view, so a long pipeline is not sent per pass
+
+    def __init__(self, file=None, show: bool = True):
+        self.file, self.show = file, show
+        self.records: list = []   # PassDiff in the order the passes started; None while one runs
+        self._open: list = []     # per running pass: (slot, before, depth, start), None for a Sequential
+        self._display, self._refreshed, self._stale = None, 0.0, False
+
+    def enter_pass_ctx(self) -> None:
+        self.records, self._open = [], []
+        self._display, self._refreshed, self._stale = None, 0.0, False
+
+    def exit_pass_ctx(self) -> None:
+        if self._stale:
+            self._refresh(final=True)
 
     def run_before_pass(self, mod, info) -> None:
-        self._before.append(mod.script())
+        if info.composite:
+            self._open.append(None)
+            return
+        depth = sum(entry is not None for entry in self._open)
+        self.records.append(None)
+        self._open.append((len(self.records) - 1, mod.script(), depth, time.perf_counter()))
 
     def run_after_pass(self, mod, info) -> None:
-        before = self._before.pop()
-        if info.composite:
+        entry = self._open.pop()
+        if entry is None:
             return
-        after = mod.script()
-        title = f"# {info.name}"
-        if self.file is None:
-            from .diff import show_diff
-            show_diff(before, after, title)
+        slot, before, depth, start = entry
+        seconds = time.perf_counter() - start
+        from ..viz.ir_diff import PassDiff
+        record = self.records[slot] = PassDiff(info.name, seconds, before, mod.script(), depth)
+        if not self.show:
             return
-        from .diff import diff
-        print(title, file=self.file)
-        print(diff(before, after) or "(no change)", file=self.file)
+        if self.file is None and in_notebook():
+            self._stale = True
+            self._refresh(final=False)
+            return
+        print(f"# {record.name}", file=self.file or sys.stdout)
+        print(record.diff.text() or "(no change)", file=self.file or sys.stdout)
+
+    def view(self, mod=None, title: str = "pass pipeline"):
+        """The passes recorded so far as an ``mlc_lab.viz.PipelineView`` (``mod``: the result)."""
+        from ..viz.ir_diff import PipelineView
+        return PipelineView([r for r in self.records if r is not None], mod, title)
+
+    def _refresh(self, final: bool) -> None:
+        from IPython.display import display
+        now = time.perf_counter()
+        if self._display is None:
+            self._display = display(self.view(), display_id=True)
+        elif final or now - self._refreshed >= self.REFRESH_S:
+            self._display.update(self.view())
+        else:
+            return
+        self._refreshed, self._stale = now, False
 
 
 class PassTimingInstrument(PassInstrument):
