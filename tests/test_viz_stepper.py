@@ -7,32 +7,14 @@ import sys
 import pytest
 
 from mlc_lab import te, tir
-from mlc_lab.ir import structural_equal
-from mlc_lab.script import ir as I
-from mlc_lab.script import tir as T
+from mlc_lab.ir import IRModule, structural_equal
 from mlc_lab.tir.schedule import Trace
 from mlc_lab.viz.stepper import Stepper, stepper
 
+from corpus import mm_relu
 
-@I.ir_module
-class MyModule:
-    @T.prim_func
-    def mm_relu(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
-                C: T.Buffer((128, 128), "float32")):
-        T.func_attr({"global_symbol": "mm_relu", "tir.noalias": True})
-        Y = T.alloc_buffer((128, 128), dtype="float32")
-        for i, j, k in T.grid(128, 128, 128):
-            with T.block("Y"):
-                vi = T.axis.spatial(128, i)
-                vj = T.axis.spatial(128, j)
-                vk = T.axis.reduce(128, k)
-                with T.init():
-                    Y[vi, vj] = T.float32(0)
-                Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
-        for i, j in T.grid(128, 128):
-            with T.block("C"):
-                vi, vj = T.axis.remap("SS", [i, j])
-                C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+MyModule = IRModule({"mm_relu": mm_relu})    # chapter 2's module
 
 
 def chapter_schedule() -> tir.Schedule:
