@@ -105,3 +105,15 @@ def contrast_ratio(first, second) -> float:
         return float(c @ [0.2126, 0.7152, 0.0722])
     high, low = sorted([luminance(first), luminance(second)], reverse=True)
     return (high + 0.05) / (low + 0.05)
+
+
+def run_cells(cells, kernel_config, workdir: Path, name: str):
+    """A notebook of ``cells`` run in a fresh kernel in ``workdir``, where it is also kept as
+    ``<name>.ipynb`` for a person to open; returns the executed notebook."""
+    import nbformat
+    from nbclient import NotebookClient
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in cells])
+    NotebookClient(nb, timeout=120, kernel_name="python3", config=kernel_config,
+                   resources={"metadata": {"path": str(workdir)}}).execute()
+    nbformat.write(nb, workdir / f"{name}.ipynb")
+    return nb

@@ -3,12 +3,10 @@ window sum with shared memory for the simulator, draws who wrote each output (a 
 one warp's global and shared accesses, and shows ``lib.profile(...)``; its HTML export, opened in
 headless Chromium, must show both pictures big and readable and the profile table with legible
 text, in JupyterLab's light and dark themes. Screenshots land in pytest's tmp_path."""
-import nbformat
 import pytest
-from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
-from browser import COLOURS, assert_readable, contrast_ratio, show, snapshot
+from browser import COLOURS, assert_readable, contrast_ratio, run_cells, show, snapshot
 from test_notebooks import kernel_config  # noqa: F401  (a fixture)
 
 # The kernel inherits MPLBACKEND=Agg from conftest; a learner's Jupyter shows figures inline.
@@ -43,12 +41,7 @@ GRID_CELL, WARP_CELL, PROFILE_CELL = 1, 2, 3
 @pytest.fixture(scope="module")
 def executed(kernel_config, tmp_path_factory):  # noqa: F811  (the imported fixture)
     """The notebook run in a fresh kernel (kept as gpu.ipynb for a person to open)."""
-    workdir = tmp_path_factory.mktemp("gpu-notebook")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in CELLS])
-    NotebookClient(nb, timeout=120, kernel_name="python3", config=kernel_config,
-                   resources={"metadata": {"path": str(workdir)}}).execute()
-    nbformat.write(nb, workdir / "gpu.ipynb")
-    return nb
+    return run_cells(CELLS, kernel_config, tmp_path_factory.mktemp("gpu-notebook"), "gpu")
 
 
 def test_notebook_shows_two_pictures_and_a_profile_table(executed):

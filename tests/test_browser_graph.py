@@ -5,13 +5,11 @@ HTML export, opened in headless Chromium in JupyterLab's light and dark themes, 
 narrow) and keep its text big, inside its boxes and in contrast with them. Screenshots land in
 pytest's tmp_path. The built-in layout is drawn (engine="python"): Graphviz's output is checked
 in test_viz_graph."""
-import nbformat
 import numpy as np
 import pytest
-from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
-from browser import assert_readable, show, snapshot
+from browser import assert_readable, run_cells, show, snapshot
 from test_notebooks import kernel_config  # noqa: F401  (a fixture)
 
 from mlc_lab import relax
@@ -70,12 +68,7 @@ def expected():
 @pytest.fixture(scope="module")
 def executed(kernel_config, tmp_path_factory):  # noqa: F811  (the imported fixture)
     """The notebook run in a fresh kernel (kept as graph.ipynb for a person to open)."""
-    workdir = tmp_path_factory.mktemp("graph-notebook")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in CELLS])
-    NotebookClient(nb, timeout=120, kernel_name="python3", config=kernel_config,
-                   resources={"metadata": {"path": str(workdir)}}).execute()
-    nbformat.write(nb, workdir / "graph.ipynb")
-    return nb
+    return run_cells(CELLS, kernel_config, tmp_path_factory.mktemp("graph-notebook"), "graph")
 
 
 def test_outputs_carry_html_svg_and_a_text_fallback(executed):

@@ -8,12 +8,10 @@ text of the views) at 4.5:1 contrast or more, and keep the +/- markers and an ou
 lines under forced colours (Windows high contrast). Screenshots land in pytest's tmp_path."""
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
-from browser import show, snapshot
+from browser import run_cells, show, snapshot
 from browser import contrast_ratio
 from test_notebooks import kernel_config  # noqa: F401  (a fixture)
 
@@ -101,12 +99,7 @@ CUT_OFF_COLUMNS = """() => Array.from(document.querySelectorAll(".mlc-split .mlc
 @pytest.fixture(scope="module")
 def executed(kernel_config, tmp_path_factory):  # noqa: F811  (the imported fixture)
     """The notebook run in a fresh kernel (kept as ir_diff.ipynb for a person to open)."""
-    workdir = tmp_path_factory.mktemp("ir-diff-notebook")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in CELLS])
-    NotebookClient(nb, timeout=120, kernel_name="python3", config=kernel_config,
-                   resources={"metadata": {"path": str(workdir)}}).execute()
-    nbformat.write(nb, workdir / "ir_diff.ipynb")
-    return nb
+    return run_cells(CELLS, kernel_config, tmp_path_factory.mktemp("ir-diff-notebook"), "ir_diff")
 
 
 def test_each_view_is_one_html_output_with_a_text_fallback(executed):

@@ -6,12 +6,10 @@ their own white background) and never wider than the page, with every step unfol
 animation's buttons step its frames. Screenshots land in pytest's tmp_path."""
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
-from browser import assert_readable, show, snapshot
+from browser import assert_readable, run_cells, show, snapshot
 from browser import COLOURS, contrast_ratio
 from test_notebooks import kernel_config  # noqa: F401  (a fixture)
 
@@ -36,12 +34,7 @@ NO_OVERFLOW = "() => document.documentElement.scrollWidth <= document.documentEl
 @pytest.fixture(scope="module")
 def executed(kernel_config, tmp_path_factory):  # noqa: F811  (the imported fixture)
     """The notebook run in a fresh kernel (kept as stepper.ipynb for a person to open)."""
-    workdir = tmp_path_factory.mktemp("stepper-notebook")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in CELLS])
-    NotebookClient(nb, timeout=120, kernel_name="python3", config=kernel_config,
-                   resources={"metadata": {"path": str(workdir)}}).execute()
-    nbformat.write(nb, workdir / "stepper.ipynb")
-    return nb
+    return run_cells(CELLS, kernel_config, tmp_path_factory.mktemp("stepper-notebook"), "stepper")
 
 
 def test_notebook_shows_static_html_for_every_view(executed):
