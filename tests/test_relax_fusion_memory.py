@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 
 import mlc_lab
-from mlc_lab import relax, te, tir
+from mlc_lab import relax, te
 from mlc_lab.frontend import nn
 from mlc_lab.relax import op as R
 from mlc_lab.relax import transform as T
 from mlc_lab.relax.lifetime import tensor_sites
+
+from test_relax_transform import block_names
 
 RNG = np.random.default_rng(0)
 
@@ -38,18 +40,6 @@ def fused(mod):
     return T.FuseTIR()(T.FuseOps()(T.AnnotateTIROpPattern()(T.LegalizeOps()(mod))))
 
 
-def blocks(func):
-    """The names of ``func``'s blocks, in program order."""
-    names = []
-
-    class Collect(tir.functor.StmtExprVisitor):
-        def visit_Block(self, block):
-            names.append(block.name_hint)
-            self.generic_visit(block)
-    Collect().visit(func.body)
-    return names
-
-
 def mlp():
     return nn.Sequential(nn.Linear(64, 64, seed=0), nn.ReLU(), nn.Linear(64, 10, seed=1))
 
@@ -70,7 +60,7 @@ def run(mod, target, *args, **build):
 def test_fused_elementwise_chain_allocates_nothing():
     kernel = fused(chain(1024))["fused_add_multiply_relu"]
     assert kernel.body.block.alloc_buffers == ()
-    assert blocks(kernel) == ["root", "T_relu"]
+    assert block_names(kernel) == ["root", "T_relu"]
 
 
 def test_matmul_epilogue_becomes_one_block_and_the_reduction_result_stays():
@@ -81,7 +71,7 @@ def test_matmul_epilogue_becomes_one_block_and_the_reduction_result_stays():
             gv = bb.emit_output(R.nn.relu(bb.emit(R.add(bb.emit(R.matmul(x, w)), b))))
         bb.emit_func_output(gv)
     kernel = fused(bb.get())["fused_matmul_add_relu"]
-    assert blocks(kernel) == ["root", "T_matmul", "T_relu"]
+    assert block_names(kernel) == ["root", "T_matmul", "T_relu"]
     assert len(kernel.body.block.alloc_buffers) == 1          # compute_inline refuses a reduction
     xs, ws, bs = (RNG.random(shape, "float32") for shape in ((4, 16), (16, 8), (8,)))
     out = np.zeros((4, 8), "float32")
