@@ -299,27 +299,29 @@ def _estimate_on_simulator(reference: Reference, lib, mod, target, rtol, atol) -
                 else (a.copy() if isinstance(a, np.ndarray) else a)
                 for p, a in zip(func.params, reference.args)]
         runs = lib.simulate(*args, func_name=reference.func_name, blocks=SIM_BLOCKS)
-        for param, got, want, is_buffer in zip(func.params, args, reference.expected,
-                                               reference.output_mask):
-            written = ~np.isnan(got) if is_buffer and np.issubdtype(got.dtype, np.floating) else None
-            if written is not None and written.any() and not np.allclose(
-                    got[written], want[written], rtol=rtol, atol=atol):
-                where = tuple(int(i) for i in np.argwhere(
-                    written & ~np.isclose(got, want, rtol=rtol, atol=atol))[0])
-                return RunResult(None, f"wrong result: buffer {param.name}{list(where)} is "
-                                       f"{got[where]!r} but the original program gives {want[where]!r}")
+        wrong = _first_difference(func, args, reference, rtol, atol, unwritten_nan=True)
+        if wrong:
+            return RunResult(None, f"wrong result: {wrong}")
         return RunResult([sum(estimate_seconds(run, lib.target_obj) for run in runs)])
     except Exception as err:
         return RunResult(None, f"run error: {type(err).__name__}: {_brief(err)}")
 
 
-def _first_difference(func, arrays, reference: Reference, rtol: float, atol: float) -> str | None:
+def _first_difference(func, arrays, reference: Reference, rtol: float, atol: float,
+                      unwritten_nan: bool = False) -> str | None:
+    """Where ``arrays`` (NDArrays or numpy arrays) first differ from the expected outputs.
+    ``unwritten_nan``: outputs started as NaN and only some elements were computed; NaN ones are
+    not compared, nor are outputs without a NaN (integer ones)."""
     for param, got, want, is_buffer in zip(func.params, arrays, reference.expected,
                                            reference.output_mask):
         if not is_buffer:
             continue
-        have = got.numpy()
+        have = got.numpy() if hasattr(got, "numpy") else got
+        if unwritten_nan and not np.issubdtype(have.dtype, np.floating):
+            continue
         close = np.isclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
+        if unwritten_nan:
+            close |= np.isnan(have)
         if not close.all():
             where = tuple(int(i) for i in np.argwhere(~close)[0])
             return (f"buffer {param.name}{list(where)} is {have[where]!r} but the original program "
