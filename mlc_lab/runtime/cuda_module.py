@@ -22,8 +22,8 @@ from .ndarray import NDArray
 class CUDASourceModule:
     """The device code of a GPU build, as ``rt_mod.imported_modules[0]``."""
 
-    def __init__(self, source: str, ptx: str | None, opencl: str | None = None):
-        self.source, self.ptx, self.opencl = source, ptx, opencl
+    def __init__(self, source: str, ptx: str | None):
+        self.source, self.ptx = source, ptx
         self.type_key = "cuda"
 
     def get_source(self, fmt: str = "cuda") -> str:
@@ -142,8 +142,9 @@ class CUDAModule(Module):
         self.target_obj = target
 
     def get_source(self, fmt: str = "cuda") -> str:
-        if fmt == "opencl" and self.imported_modules[0].opencl is not None:
-            return self.imported_modules[0].opencl
+        if fmt == "opencl":   # the same kernels as OpenCL C, rendered when asked for
+            from ..codegen.opencl import render_opencl
+            return render_opencl([f.program for f in self._functions.values()])
         return self.imported_modules[0].get_source(fmt)
 
     def simulate(self, *args, func_name: str | None = None, trace: bool = False,

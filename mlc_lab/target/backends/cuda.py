@@ -57,13 +57,7 @@ class CUDABackend(Backend):
         functions = {name: CUDAFunction(program, signatures[name], target, self.simulate_only,
                                         compiled.ptx)
                      for name, program in compiled.programs.items()}
-        return CUDAModule(functions, target, CUDASourceModule(compiled.source, compiled.ptx,
-                                                              _opencl(compiled.programs)))
-
-
-def _opencl(programs: dict) -> str | None:
-    from ...codegen.opencl import render_opencl
-    return render_opencl(list(programs.values()))
+        return CUDAModule(functions, target, CUDASourceModule(compiled.source, compiled.ptx))
 
 
 class CUDASimBackend(CUDABackend):
@@ -84,8 +78,9 @@ class OpenCLBackend(CUDABackend):
         return render_opencl(list(self.programs(functions, target).values()))
 
     def compile(self, functions, target):
+        from ...codegen.opencl import render_opencl
         programs = self.programs(functions, target)
-        return CompiledCUDA(programs, self.render(functions, target), None)
+        return CompiledCUDA(programs, render_opencl(list(programs.values())), None)
 
     def load(self, compiled, target, signatures):
         from ...runtime.cuda_module import SourceOnlyModule
