@@ -49,22 +49,18 @@ class CUDAFunction:
         self.name = program.name
         self.simulate_only = simulate_only
         self._ptx, self._gpu_functions = cubin, None
-        self.last_runs: list = []
 
     @property
     def device(self) -> Device:
         return Device("cpu" if self.simulate_only else "cuda", 0)
 
     def __call__(self, *args):
-        self.run(args, counters=False)
-
-    def run(self, args, counters: bool):
-        """Run every kernel; on the simulator returns its KernelRuns (with counters when asked)."""
+        """Run every kernel, on the GPU or the simulator (without counting: see CUDAModule.profile)."""
         from .cuda_device import mode
         if not self.simulate_only and mode() == "gpu":
-            return self._launch_on_gpu(args)
-        values = self._host_arrays(args)
-        return self._simulate(values, counters)
+            self._launch_on_gpu(args)
+        else:
+            self._simulate(self._host_arrays(args), counters=False)
 
     # -- simulator --------------------------------------------------------------------------
     def _host_arrays(self, args) -> list:
@@ -77,10 +73,8 @@ class CUDAFunction:
         from .cuda_sim import simulate_program
         arrays = [v.reshape(-1) if isinstance(p, Buffer) else v
                   for p, v in zip(self.program.func.params, values)]
-        runs = simulate_program(self.program, arrays, target=self.target, counters=counters,
+        return simulate_program(self.program, arrays, target=self.target, counters=counters,
                                 trace=trace, blocks=blocks)
-        self.last_runs = runs
-        return runs
 
     # -- GPU ----------------------------------------------------------------------------------
     def _launch_on_gpu(self, args):
@@ -94,7 +88,6 @@ class CUDAFunction:
         bound = self._device_arguments(args)
         for kernel, function in zip(self.program.kernels, self._gpu_functions):
             function(*[bound[p] for p in kernel.params], block=kernel.block, grid=kernel.grid)
-        return []
 
     def _device_arguments(self, args) -> dict:
         from .module import _scalar
