@@ -88,7 +88,7 @@ class RewriteParallelVectorizeUnroll(Postproc):
         for loop in loops:
             node = sch.get(loop)
             extent = const_int(node.extent)
-            if node.kind != "serial" or extent is None or not _feeds_only_spatial(node):
+            if node.kind != "serial" or extent is None or not feeds_only_spatial(node):
                 break
             if chosen and product * extent > max_extent:
                 break
@@ -115,7 +115,9 @@ class RewriteParallelVectorizeUnroll(Postproc):
             sch.unroll(loop)
 
 
-def _feeds_only_spatial(loop: S.For) -> bool:
+def feeds_only_spatial(loop: S.For) -> bool:
+    """Whether every block under ``loop`` uses its variable only in spatial iterators (running the
+    loop's iterations apart, on cores or GPU threads, carries no reduction)."""
     for realize in all_blocks_under(loop):
         for iv, value in zip(realize.block.iter_vars, realize.iter_values):
             if iv.iter_type != "spatial" and uses_var(value, loop.loop_var):
@@ -145,7 +147,7 @@ class RewriteReductionBlock(Postproc):
                     continue
                 block_rv = sch.get_block(block.name_hint, func_name)
                 for loop in sch.get_loops(block_rv):
-                    if not _feeds_only_spatial(sch.get(loop)):
+                    if not feeds_only_spatial(sch.get(loop)):
                         sch.decompose_reduction(block_rv, loop)
                         break
         return True

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..tir.schedule import ScheduleError
 from ..tir.schedule.primitives.common import const_int
-from .postproc import Postproc, RewriteReductionBlock, VerifyModule
+from .postproc import Postproc, RewriteReductionBlock, VerifyModule, feeds_only_spatial
 from .schedule_rule import AutoInline, ScheduleRule, tileable_loops
 
 THREAD_CHOICES = (32, 64, 128, 256, 512)
@@ -93,7 +93,7 @@ class AutoBind(ScheduleRule):
             return
         spatial = []
         for loop in loops:   # the leading loops that only feed spatial iterators
-            if _reduces(sch, block_rv, loop):
+            if not feeds_only_spatial(sch.get(loop)):
                 break
             spatial.append(loop)
         if not spatial:
@@ -109,15 +109,6 @@ class AutoBind(ScheduleRule):
 
 def _fused(sch, loops):
     return sch.fuse(*loops) if len(loops) > 1 else loops[0]
-
-
-def _reduces(sch, block_rv, loop) -> bool:
-    from ..tir.stmt_functor import uses_var
-    index = sch._index(block_rv.func_name)
-    realize = index.blocks[block_rv.name]
-    var = sch.get(loop).loop_var
-    return any(iv.iter_type != "spatial" and uses_var(value, var)
-               for iv, value in zip(realize.block.iter_vars, realize.iter_values))
 
 
 class VerifyGPUCode(Postproc):

@@ -135,14 +135,14 @@ def gpu_bound(mod):
     """``mod`` with the outermost loop of every root loop nest split over 32 threads and bound to
     blocks and threads (one kernel per nest), or None where an outermost loop carries a
     reduction or a block has no loop."""
-    from ...meta_schedule.postproc import _feeds_only_spatial, block_names
+    from ...meta_schedule.postproc import feeds_only_spatial, block_names
     sch = tir.Schedule(mod)
     names = block_names(sch, "main")
     for name in names:
         loops = sch.get_loops(sch.get_block(name))
         if loops and sch.get(loops[0]).kind == "thread_binding":
             continue    # a nest bound already, for a block before this one
-        if not loops or not _feeds_only_spatial(sch.get(loops[0])):
+        if not loops or not feeds_only_spatial(sch.get(loops[0])):
             return None
         extent = sch.get(loops[0]).extent
         threads = min(32, int(extent.value)) if hasattr(extent, "value") else 32
