@@ -1,8 +1,10 @@
 """Chapters as a learner sees them in a real JupyterLab: a JupyterLab server from this
 virtualenv (no network, its own settings, workspaces and kernelspec in tmp folders) serves a
 copy of chapters/; headless Chromium opens a chapter in JupyterLab's light or dark theme, runs
-all its cells, and checks that no cell failed, that no output scrolls sideways, and (chapter 02)
-that the schedule stepper is a live widget whose "next" button moves it on a step.
+all its cells, and checks that no cell failed, that no output scrolls sideways, that (chapter 02)
+the schedule stepper is a live widget whose "next" button moves it on a step, and that (chapters
+03 and 07) the graphs are drawn and fusion leaves fewer calls in the "after" panel of a diff.
+Every chapter runs in the light theme; the chapters with widgets or pictures in the dark one too.
 Screenshots land in pytest's tmp_path, whose path the test prints (see it with ``-s``)."""
 import json
 import os
@@ -224,15 +226,36 @@ def check_stepper(page, shots: Path, name: str) -> None:
     widget.screenshot(path=shots / f"{name}-stepper-step2.png")
 
 
-CASES = [
-    ("02_tensor_program_abstraction.ipynb", "light", True),
-    ("02_tensor_program_abstraction.ipynb", "dark", True),
-    ("06_gpu_acceleration.ipynb", "dark", False),
-]
+# The calls of every drawn graph, and of each panel of every graph diff (before, after).
+GRAPHS = """() => {
+    const node = jupyterapp.shell.currentWidget.node;
+    const calls = svg => svg.querySelectorAll("g.node.call").length;
+    return {graphs: Array.from(node.querySelectorAll("svg.mlc-graph"), calls),
+            diffs: Array.from(node.querySelectorAll(".mlc-graph-diff"),
+                              diff => Array.from(diff.querySelectorAll("svg.mlc-graph"), calls))};
+}"""
 
 
-@pytest.mark.parametrize("notebook,theme,has_stepper", CASES, ids=[f"{n[:2]}-{t}" for n, t, _ in CASES])
-def test_chapter_runs_cleanly_in_jupyterlab(lab, page, tmp_path, notebook, theme, has_stepper):
+def check_graphs(page, shots: Path, name: str) -> None:
+    """Every graph has calls; every diff has two panels, fusion leaving fewer calls after."""
+    found = page.evaluate(GRAPHS)
+    assert found["graphs"] and all(found["graphs"]), f"graphs without calls: {found}"
+    assert found["diffs"], "no before/after graph diff drawn"
+    for before, after in (panels for panels in found["diffs"]):
+        assert 0 < after < before, f"fusion should leave fewer calls: {found['diffs']}"
+    diff = page.locator(".mlc-graph-diff").last
+    diff.scroll_into_view_if_needed()
+    diff.screenshot(path=shots / f"{name}-graph-diff.png")
+
+
+CHAPTERS = sorted(path.name for path in (REPO / "chapters").glob("*.ipynb"))
+DARK = {"02", "03", "06", "07"}       # the stepper, graphs, GPU pictures and pass pipeline
+CASES = [(notebook, "light") for notebook in CHAPTERS] + [
+    (notebook, "dark") for notebook in CHAPTERS if notebook[:2] in DARK]
+
+
+@pytest.mark.parametrize("notebook,theme", CASES, ids=[f"{n[:2]}-{t}" for n, t in CASES])
+def test_chapter_runs_cleanly_in_jupyterlab(lab, page, tmp_path, notebook, theme):
     # A fresh copy of chapters/ for each case, so each gets a new kernel and untouched notebooks.
     folder = f"{notebook[:2]}-{theme}"
     shutil.copytree(REPO / "chapters", lab.root / folder)
@@ -257,8 +280,10 @@ def test_chapter_runs_cleanly_in_jupyterlab(lab, page, tmp_path, notebook, theme
         assert outputs > 0, f"{notebook}: no outputs shown, so nothing was checked"
         overflowing = page.evaluate(OVERFLOWING)
         assert not overflowing, f"{notebook} ({theme}): outputs scroll sideways: {overflowing}"
-        if has_stepper:
+        if notebook.startswith("02"):
             check_stepper(page, tmp_path, name)
+        if notebook[:2] in ("03", "07"):
+            check_graphs(page, tmp_path, name)
     except BaseException:
         page.screenshot(path=tmp_path / f"{name}-failure.png")
         print(f"JupyterLab server log (tail):\n{lab.log_text()}")

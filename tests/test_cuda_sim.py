@@ -257,7 +257,10 @@ def test_report_occupancy_and_registers():
     text = str(run.report())
     for part in ("A_shared", "conflicts", "occupancy", "estimated", "4,096 bytes per block"):
         assert part in text
-    assert "<table>" in run.report()._repr_html_()
+    html = run.report()._repr_html_()
+    assert html.startswith('<div class="mlc-view mlc-lab-cuda-sim">') and "<th>A_shared</th>" not in html
+    assert html.count("<tr>") == 1 + len(run.counters.buffers) + len(run.report().summary())
+    assert "<td>A_shared</td>" in html and "--jp-layout-color1" in html
     assert run.report().plot() is not None
     assert run.occupancy().limiter == "registers" and run.registers >= 64 + 16
     few = simulate(run.kernel, arrays, registers=32, counters=False)

@@ -70,7 +70,12 @@ def test_names_are_made_unique():
 
 def test_html_highlighting_escapes_and_colours():
     html = to_html('for i in T.grid(4):\n    A[i] = T.float32(0) # <note>\n    ^^^')
-    assert "&lt;note&gt;" in html and "<pre" in html and "color:#d00" in html
+    assert "&lt;note&gt;" in html and "<pre>" in html
+    assert '<span class="mlc-caret">    ^^^</span>' in html          # the culprit's underline
+    assert '<span class="mlc-tok-keyword">for</span>' in html
+    assert '<span class="mlc-tok-ns">T.grid</span>' in html
+    assert '<span class="mlc-tok-comment"># &lt;note&gt;</span>' in html
+    assert html.startswith('<div class="mlc-view mlc-code">') and "--jp-content-font-color1" in html
 
 
 def test_zero_dimensional_buffers_round_trip():

@@ -1,34 +1,35 @@
-"""Showing code: plain text in a terminal, syntax-highlighted HTML inside Jupyter."""
+"""Showing code: plain text in a terminal, syntax-highlighted HTML inside Jupyter.
+
+``TOKEN`` is the one notion of a script token (its group names are the token kinds); the HTML
+takes its colours from the page's theme through ``mlc_lab.viz.html``, so printed IR stays readable
+in JupyterLab's light, dark and high-contrast themes."""
 from __future__ import annotations
 
-import html
 import re
 
 from .._env import in_notebook
 
-_TOKEN = re.compile(r"""(?P<comment>\#[^\n]*)|(?P<string>"[^"\n]*"|'[^'\n]*')|(?P<deco>@[\w.]+)
+TOKEN = re.compile(r"""(?P<comment>\#[^\n]*)|(?P<string>"[^"\n]*"|'[^'\n]*')|(?P<deco>@[\w.]+)
     |(?P<keyword>\b(?:def|class|for|in|with|if|else|elif|return|and|or|not|True|False|None)\b)
     |(?P<ns>\b[TIR]\.[\w.]+)|(?P<number>\b\d+(?:\.\d*)?(?:e[+-]?\d+)?\b)""", re.VERBOSE)
-_COLORS = {"comment": "#6a737d", "string": "#032f62", "deco": "#6f42c1", "keyword": "#d73a49",
-           "ns": "#005cc5", "number": "#e36209"}
+CODE_CSS = """
+.mlc-code pre { margin: 0; font-family: var(--mlc-code-font); font-size: var(--mlc-code-size);
+  line-height: 1.35; color: var(--mlc-fg); background: transparent; overflow-x: auto; }
+.mlc-code .mlc-caret { color: var(--mlc-error); font-weight: bold; }
+"""
 
 
 def to_html(code: str) -> str:
-    """Highlighted HTML for script text (caret lines under culprits are drawn in red)."""
+    """Highlighted HTML for script text, a view that scrolls sideways inside itself when a line
+    is too long; caret lines under culprits are drawn in the theme's error colour."""
+    from ..viz.html import escape, highlight, page   # the viz layer sits above the printer
     lines = []
     for line in code.split("\n"):
         if line.strip() and set(line.strip()) == {"^"}:
-            lines.append(f'<span style="color:#d00;font-weight:bold">{html.escape(line)}</span>')
-            continue
-        out, pos = [], 0
-        for m in _TOKEN.finditer(line):
-            out.append(html.escape(line[pos:m.start()]))
-            out.append(f'<span style="color:{_COLORS[m.lastgroup]}">{html.escape(m.group())}</span>')
-            pos = m.end()
-        out.append(html.escape(line[pos:]))
-        lines.append("".join(out))
-    body = "\n".join(lines)
-    return f'<pre style="font-size:12px;line-height:1.35;margin:0">{body}</pre>'
+            lines.append(f'<span class="mlc-caret">{escape(line)}</span>')
+        else:
+            lines.append(highlight(line))
+    return page("<pre>" + "\n".join(lines) + "</pre>", CODE_CSS, "mlc-code")
 
 
 def display_code(code: str) -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextvars
 import difflib
 import operator
+import types
 from dataclasses import dataclass
 
 from ..tir import expr as E
@@ -38,6 +40,30 @@ UNSUPPORTED = {
     "JoinedStr": "f-strings", "NamedExpr": "assignment expressions (:=)", "Starred": "starred arguments",
     "Set": "set literals",
 }
+
+
+# Safe parsing (``from_source(text, safe=True)``), for text nobody vouches for, such as a student's
+# submission: names resolve to T, I, R and these builtins only, no attribute starting with "_" is
+# read, and no module other than the script namespaces is reached, so the text can only build IR.
+SAFE_BUILTINS = {name: getattr(builtins, name) for name in
+                 ("range", "int", "float", "bool", "min", "max", "len", "abs", "tuple", "list")}
+SAFE = contextvars.ContextVar("mlc_lab_script_safe", default=False)
+
+
+def safe_getattr(parser, owner, node: ast.Attribute):
+    """``getattr(owner, node.attr)``, refused in safe mode where it could leave the IR world."""
+    if SAFE.get():
+        script_module = isinstance(owner, (types.ModuleType, types.SimpleNamespace))
+        if node.attr.startswith("_") or (isinstance(owner, types.ModuleType) and
+                                         node.attr not in getattr(owner, "__all__", ())):
+            raise parser.error(node, f"'{ast.unparse(node)}' is not allowed in safe mode (only the "
+                                     "public T., I. and R. functions and IR attributes are)")
+        value = getattr(owner, node.attr)
+        if isinstance(value, types.ModuleType) or (script_module and isinstance(value, type)
+                                                   and not value.__module__.startswith("mlc_lab.")):
+            raise parser.error(node, f"'{ast.unparse(node)}' is not allowed in safe mode")
+        return value
+    return getattr(owner, node.attr)
 
 
 @dataclass
@@ -106,7 +132,8 @@ class ExprParser:
         for scope in reversed(self.scopes):
             if name in scope:
                 return True, scope[name]
-        for table in (self.closure, self.globals, vars(builtins), {"T": tir_namespace, "I": ir_namespace}):
+        names = SAFE_BUILTINS if SAFE.get() else vars(builtins)
+        for table in (self.closure, self.globals, names, {"T": tir_namespace, "I": ir_namespace}):
             if name in table:
                 return True, table[name]
         return False, None
@@ -150,7 +177,7 @@ class ExprParser:
     def eval_Attribute(self, node: ast.Attribute):
         owner = self.eval(node.value)
         try:
-            return getattr(owner, node.attr)
+            return safe_getattr(self, owner, node)
         except AttributeError:
             pass
         prefix = ast.unparse(node.value)

@@ -18,7 +18,7 @@ from ..relax.struct_info import TupleStructInfo
 from ..tir import expr as E
 from . import relax as relax_namespace
 from . import tir as tir_namespace
-from .parser_expr import ExprParser, SourceInfo
+from .parser_expr import ExprParser, SourceInfo, safe_getattr
 from .parser_relax_sinfo import sinfo_text
 
 _R_NAMESPACES = {id(relax_namespace): ("R", relax_namespace.__all__),
@@ -113,7 +113,7 @@ class RelaxExprParser(ExprParser):
                     hint = f"; did you mean R.nn.{node.attr}?"
                 hint = _LEGACY_HINTS.get(node.attr, hint)
                 raise self.error(node, f"unknown function {prefix}.{node.attr}{hint}")
-            return getattr(owner, node.attr)
+            return safe_getattr(self, owner, node)
         return super().eval_Attribute(node)
 
     def eval_Subscript(self, node: ast.Subscript):

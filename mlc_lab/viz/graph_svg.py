@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from .graph_layout import layered_layout
+from .html import pictures, svg_size
 
 FONT = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', 'Liberation Mono', monospace"
 CHAR_EM = 0.62             # advance of a monospace character, in ems (0.60 in most such fonts)
@@ -17,7 +18,6 @@ TITLE_PX, DETAIL_PX = 13, 11
 PAD_X, PAD_Y, LINE_GAP = 10, 7, 4
 CLUSTER_PAD, CLUSTER_TITLE = 10, 22
 MARGIN, CAPTION_H, LEGEND_GAP = 12, 24, 16
-MIN_SCALE = 0.75           # in HTML, a wide picture shrinks to this much at most, then scrolls
 INK, FAINT, EDGE, CHANGED = "#111827", "#374151", "#4b5563", "#db2777"
 # kind: (fill, stroke, text colour, corner radius ("pill" = half the height), dash, legend label)
 STYLES = {
@@ -224,29 +224,14 @@ def _legend(nodes, room: float) -> tuple:
     return "".join(parts), widest, (y + 20 if items else 0.0)
 
 
-def svg_size(svg: str, what: str = "width") -> float:
-    """The width (or height) an SVG's root element asks for, in CSS pixels."""
-    return float(re.search(rf'\b{what}="([\d.]+)', svg[:svg.index(">")]).group(1))
-
-
-def _fluid(svg: str) -> str:
-    """The SVG shrinking with its output area down to MIN_SCALE of its size (then the area scrolls)."""
-    style = f' style="display:block;max-width:100%;height:auto;min-width:{MIN_SCALE * svg_size(svg):.0f}px"'
-    return svg.replace("<svg", "<svg" + style, 1)
-
-
 def html_wrap(svg: str) -> str:
-    """One graph as HTML: an SVG that shrinks with the output area (see _fluid)."""
-    return f'<div class="mlc-graph-output" style="max-width:100%;overflow-x:auto">{_fluid(svg)}</div>'
+    """One graph as HTML: an SVG that shrinks with the output area."""
+    return pictures([svg], "mlc-graph-output")
 
 
 def html_side_by_side(svgs: list) -> str:
     """Panels side by side while they fit, under each other when the output area is narrower."""
-    panels = "".join(f'<div class="mlc-graph-panel" style="flex:0 1 {svg_size(svg):.0f}px;max-width:100%;'
-                     f'min-width:min({svg_size(svg):.0f}px,100%);overflow-x:auto">{_fluid(svg)}</div>'
-                     for svg in svgs)
-    return ('<div class="mlc-graph-diff" style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start;'
-            f'max-width:100%">{panels}</div>')
+    return pictures(svgs, "mlc-graph-diff", "mlc-graph-panel")
 
 
 def svg_side_by_side(svgs: list, gap: float = 12) -> str:

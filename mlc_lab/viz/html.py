@@ -13,9 +13,10 @@ colours (comments and decorators in the dark theme) are too faint for a 4.5:1 co
 from __future__ import annotations
 
 import html
+import re
 
 from .._env import in_notebook
-from ..script.highlight import _TOKEN as SCRIPT_TOKEN  # the printer's tokenizer: one notion of a token
+from ..script.highlight import TOKEN as SCRIPT_TOKEN  # the printer's tokenizer: one notion of a token
 
 TOKEN_KINDS = ("keyword", "ns", "number", "string", "comment", "deco")   # the groups of SCRIPT_TOKEN
 BASE_CSS = """
@@ -24,6 +25,7 @@ BASE_CSS = """
   --mlc-fallback-border: #d1d9e0;
   --mlc-fallback-keyword: #116329; --mlc-fallback-ns: #0550ae; --mlc-fallback-number: #0a3069;
   --mlc-fallback-string: #a40e26; --mlc-fallback-comment: #59636e; --mlc-fallback-deco: #8250df;
+  --mlc-fallback-error: #cf222e;
   --mlc-fg: var(--jp-content-font-color1, var(--mlc-fallback-fg));
   --mlc-bg: var(--jp-layout-color1, var(--mlc-fallback-bg));
   /* secondary text, a little darker than the theme's so it keeps 4.5:1 on the faint fills */
@@ -45,6 +47,7 @@ BASE_CSS = """
   --mlc-add-bg: rgba(46, 160, 67, 0.15); --mlc-del-bg: rgba(248, 81, 73, 0.15);
   --mlc-add-mark-bg: rgba(46, 160, 67, 0.32); --mlc-del-mark-bg: rgba(248, 81, 73, 0.32);
   --mlc-faint-bg: rgba(128, 128, 128, 0.08);
+  --mlc-error: var(--jp-error-color1, var(--mlc-fallback-error));
   --mlc-tok-strength: 75%;
   color: var(--mlc-fg); background: var(--mlc-bg);
   font-family: var(--mlc-ui-font); line-height: 1.4;
@@ -57,6 +60,7 @@ BASE_CSS = """
     --mlc-fallback-border: #3d444d;
     --mlc-fallback-keyword: #7ee787; --mlc-fallback-ns: #79c0ff; --mlc-fallback-number: #a5d6ff;
     --mlc-fallback-string: #ffa198; --mlc-fallback-comment: #9198a1; --mlc-fallback-deco: #d2a8ff;
+    --mlc-fallback-error: #ff7b72;
   }
 }
 .mlc-view *, .mlc-view *::before, .mlc-view *::after { box-sizing: border-box; }
@@ -89,6 +93,33 @@ def page(body: str, css: str, classes: str = "") -> str:
             f"<style>{BASE_CSS}{css}</style>{body}</div>")
 
 
+MIN_SCALE = 0.75   # in HTML, a wide picture shrinks to this much of its size at most, then scrolls
+
+
+def svg_size(svg: str, what: str = "width") -> float:
+    """The width (or height) an SVG's root element asks for, in CSS pixels."""
+    return float(re.search(rf'\b{what}="([\d.]+)', svg[:svg.index(">")]).group(1))
+
+
+def fluid_svg(svg: str) -> str:
+    """The SVG shrinking with its output area down to MIN_SCALE of its size (then the area scrolls)."""
+    style = f' style="display:block;max-width:100%;height:auto;min-width:{MIN_SCALE * svg_size(svg):.0f}px"'
+    return svg.replace("<svg", "<svg" + style, 1)
+
+
+def pictures(svgs: list, cls: str, panel_cls: str = "mlc-panel") -> str:
+    """Pictures side by side while they fit and under each other when the output area is
+    narrower, each shrinking with it (``fluid_svg``); one picture alone is a single box. Never
+    wider than the output area: a picture that cannot shrink enough scrolls in its own panel."""
+    if len(svgs) == 1:
+        return f'<div class="{cls}" style="max-width:100%;overflow-x:auto">{fluid_svg(svgs[0])}</div>'
+    panels = "".join(f'<div class="{panel_cls}" style="flex:0 1 {svg_size(svg):.0f}px;max-width:100%;'
+                     f'min-width:min({svg_size(svg):.0f}px,100%);overflow-x:auto">{fluid_svg(svg)}</div>'
+                     for svg in svgs)
+    return (f'<div class="{cls}" style="display:flex;flex-wrap:wrap;gap:12px;align-items:flex-start;'
+            f'max-width:100%">{panels}</div>')
+
+
 def show(view) -> None:
     """Display ``view`` as HTML inside Jupyter; elsewhere print its text (``str(view)``)."""
     if in_notebook():
@@ -98,4 +129,4 @@ def show(view) -> None:
         print(view)
 
 
-__all__ = ["BASE_CSS", "escape", "highlight", "page", "show"]
+__all__ = ["BASE_CSS", "MIN_SCALE", "escape", "fluid_svg", "highlight", "page", "pictures", "show", "svg_size"]

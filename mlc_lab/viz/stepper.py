@@ -14,7 +14,6 @@ as it was, and their picture shows the block or loops they returned).
 """
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 
 from .._env import in_notebook
@@ -22,6 +21,7 @@ from ..ir.diff import diff, side_by_side_html
 from ..ir.module import IRModule
 from ..tir.schedule import BlockRV, LoopRV, Schedule, ScheduleError, Trace
 from ..tir.schedule.lookup import FuncIndex
+from .html import escape, highlight, page
 from .loop_nest import blocks_under, loop_nest
 
 
@@ -137,8 +137,8 @@ class Stepper:
         parts = [f"<p style='margin:0 0 6px'><b>{len(self.steps)} schedule steps</b> (open one to see "
                  "the loop nest it touched, the diff and the IR after it)</p>"]
         for step in self.steps:
-            parts.append(f'<details class="mlc-lab-step" data-step="{step.number}" style="margin:4px 0">'
-                         f'<summary style="cursor:pointer">step {step.number}: <code>{html.escape(step.call)}'
+            parts.append(f'<details class="mlc-lab-step" data-step="{step.number}">'
+                         f"<summary>step {step.number}: <code>{escape(step.call)}"
                          f"</code></summary>{self.step_html(step.number)}</details>")
         return _frame("".join(parts))
 
@@ -164,8 +164,8 @@ class Stepper:
 
     def _widget_page(self, number: int) -> str:
         call = self.steps[number - 1].call
-        return _frame(f'<div class="mlc-lab-step-call" style="font-family:monospace;font-weight:bold">'
-                      f"step {number}/{len(self.steps)}: {html.escape(call)}</div>" + self.step_html(number))
+        return _frame(f'<div class="mlc-lab-step-call">'
+                      f"step {number}/{len(self.steps)}: {escape(call)}</div>" + self.step_html(number))
 
     def _ipython_display_(self) -> None:
         from IPython.display import HTML, display
@@ -221,29 +221,38 @@ def _handles(value):
             yield from _handles(item)
 
 
+_CSS = """
+.mlc-lab-stepper { padding: 8px; border: 1px solid var(--mlc-border); border-radius: 6px;
+  overflow-x: auto; }
+.mlc-lab-stepper details { margin: 4px 0; }
+.mlc-lab-stepper code, .mlc-lab-step-call { font-family: var(--mlc-code-font); }
+.mlc-lab-step-call { font-weight: bold; }
+.mlc-lab-step-diff { overflow-x: auto; max-width: 100%; margin-top: 6px; }
+.mlc-lab-step-ir { overflow-x: auto; max-width: 100%; margin: 4px 0; font-family: var(--mlc-code-font);
+  font-size: var(--mlc-code-size); line-height: 1.35; color: var(--mlc-fg); background: transparent; }
+"""
+
+
 def _step_html(step: StepView) -> str:
     parts = []
     picture = step.picture()
     if picture is not None:
         parts.append(picture._repr_html_())
     if step.changed:
-        parts.append('<div class="mlc-lab-step-diff" style="overflow-x:auto;max-width:100%;margin-top:6px">'
+        parts.append('<div class="mlc-lab-step-diff">'
                      + side_by_side_html(step.before, step.after, "what the step changed") + "</div>")
     else:
         parts.append("<p>The module is unchanged: this step only looks something up.</p>")
-    parts.append('<details style="margin-top:6px"><summary style="cursor:pointer">the IR after this step'
-                 '</summary><pre class="mlc-lab-step-ir" style="overflow-x:auto;max-width:100%;margin:4px 0;'
-                 'font-family:monospace;font-size:12px">' + html.escape(step.after.script())
-                 + "</pre></details>")
+    ir = "\n".join(highlight(line) for line in step.after.script().split("\n"))
+    parts.append('<details><summary>the IR after this step</summary>'
+                 f'<pre class="mlc-lab-step-ir">{ir}</pre></details>')
     return "".join(parts)
 
 
 def _frame(body: str) -> str:
-    """The stepper's box. Its text follows the page's theme, the pictures bring their own white
-    background, and the diff styles itself."""
-    return ('<div class="mlc-lab-stepper" style="padding:8px;'
-            'border:1px solid var(--jp-border-color2, #d0d7de);'
-            f'border-radius:6px;max-width:100%;box-sizing:border-box;overflow-x:auto">{body}</div>')
+    """The stepper's box, a view with the shared stylesheet: its text follows the page's theme,
+    the pictures bring their own background, and the diff styles itself."""
+    return page(body, _CSS, "mlc-lab-stepper")
 
 
 __all__ = ["stepper", "Stepper", "StepView"]

@@ -9,13 +9,22 @@
 """
 from __future__ import annotations
 
-import html
-
 from .gpus import gpu_spec
 from .timing import estimate
 
 _COLUMNS = ("buffer", "scope", "reads", "writes", "requests", "sectors", "sect/req", "coalesced",
             "wavefronts", "conflicts")
+
+
+_CSS = """
+.mlc-lab-cuda-sim table { border-collapse: collapse; margin: 4px 0; font-size: 0.92em; }
+.mlc-lab-cuda-sim th, .mlc-lab-cuda-sim td { padding: 2px 8px; border-bottom: 1px solid var(--mlc-border); }
+.mlc-lab-cuda-sim .mlc-summary th, .mlc-lab-cuda-sim .mlc-summary td { text-align: left; }
+.mlc-lab-cuda-sim .mlc-counters td { text-align: right; font-variant-numeric: tabular-nums; }
+.mlc-lab-cuda-sim .mlc-counters td:first-child, .mlc-lab-cuda-sim .mlc-counters td:nth-child(2) {
+  text-align: left; }
+.mlc-lab-cuda-sim .mlc-scroll { overflow-x: auto; max-width: 100%; }
+"""
 
 
 class Profile:
@@ -73,15 +82,14 @@ class Profile:
         return str(self)
 
     def _repr_html_(self) -> str:
-        esc = html.escape
-        summary = "".join(f"<tr><th style='text-align:left'>{esc(a)}</th><td "
-                          f"style='text-align:left'>{esc(b)}</td></tr>" for a, b in self.summary())
+        from ...viz.html import escape as esc, page   # the shared, theme-following view
+        summary = "".join(f"<tr><th>{esc(a)}</th><td>{esc(b)}</td></tr>" for a, b in self.summary())
         head = "".join(f"<th>{esc(c)}</th>" for c in _COLUMNS)
         body = "".join("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>"
                        for row in self.rows())
-        return (f"<div class='mlc-lab-cuda-sim'><b>{esc(self.run.kernel.name)}</b>"
-                f"<table>{summary}</table><table><thead><tr>{head}</tr></thead>"
-                f"<tbody>{body}</tbody></table></div>")
+        return page(f"<b>{esc(self.run.kernel.name)}</b><table class='mlc-summary'>{summary}</table>"
+                    f"<div class='mlc-scroll'><table class='mlc-counters'><thead><tr>{head}</tr></thead>"
+                    f"<tbody>{body}</tbody></table></div>", _CSS, "mlc-lab-cuda-sim")
 
     def plot(self, ax=None):
         """Bars of each global buffer's coalescing efficiency and each shared buffer's bank
