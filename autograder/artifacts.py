@@ -1,0 +1,147 @@
+"""What crosses from a student's kernel to the grader: data only, never pickles.
+
+A value is written into a folder as ``value.json`` (its kind and, for small values, the value)
+plus, by kind, ``*.npy`` arrays (read back with ``allow_pickle=False``) or ``*.py`` script text
+(read back with the script parser's safe mode, which executes nothing). The writer runs in the
+student's kernel; the reader runs in the grader and trusts nothing it reads:
+
+    kind       written from                       read back as
+    ir         IRModule, PrimFunc, relax Function  the same, parsed from its script text
+    schedule   tir.Schedule                        ScheduleArtifact(mod, trace JSON)
+    array      numpy array, NDArray                numpy array
+    json       None, bool, int, float, str, lists and dicts of them
+    tuple      a tuple or list of the above        a tuple
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_BYTES = 64 << 20        # no artifact file the grader reads may be larger than this
+MAX_ITEMS = 64              # nor a tuple longer
+
+
+class ArtifactError(Exception):
+    """A value that cannot cross, or a folder that does not hold a valid artifact."""
+
+
+@dataclass
+class ScheduleArtifact:
+    """A schedule as it crossed: the module it produced and its trace (``Trace.as_json``)."""
+    mod: object
+    trace: list
+
+
+# -- the writing side (in the student's kernel) -------------------------------------------------
+def write(value, folder: Path, stem: str = "value") -> dict:
+    """Write ``value`` under ``folder`` and return its description (also saved as STEM.json)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    desc = _describe(value, folder, stem)
+    (folder / f"{stem}.json").write_text(json.dumps(desc), encoding="utf-8")
+    return desc
+
+
+def _describe(value, folder: Path, stem: str) -> dict:
+    import numpy as np
+    from mlc_lab.ir.module import IRModule
+    from mlc_lab.relax.expr import Function
+    from mlc_lab.tir.function import PrimFunc
+    from mlc_lab.tir.schedule import Schedule
+    if isinstance(value, (IRModule, PrimFunc, Function)):
+        (folder / f"{stem}.py").write_text(value.script(), encoding="utf-8")
+        return {"kind": "ir", "file": f"{stem}.py"}
+    if isinstance(value, Schedule):
+        (folder / f"{stem}.py").write_text(value.mod.script(), encoding="utf-8")
+        return {"kind": "schedule", "file": f"{stem}.py", "trace": value.trace.as_json()}
+    if hasattr(value, "numpy") and callable(value.numpy):       # an NDArray
+        value = value.numpy()
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = np.asarray(value)
+        if array.dtype == object:
+            raise ArtifactError("an array of Python objects cannot be handed in; use numbers")
+        np.save(folder / f"{stem}.npy", array, allow_pickle=False)
+        return {"kind": "array", "file": f"{stem}.npy"}
+    if isinstance(value, (tuple, list)) and not _is_json(value):
+        if len(value) > MAX_ITEMS:
+            raise ArtifactError(f"a tuple of {len(value)} items is too long (at most {MAX_ITEMS})")
+        return {"kind": "tuple", "items": [_describe(v, folder, f"{stem}_{i}") for i, v in enumerate(value)]}
+    if _is_json(value):
+        return {"kind": "json", "value": value}
+    raise ArtifactError(f"a {type(value).__name__} cannot be handed in to the grader; hand in an "
+                        "IRModule, PrimFunc, relax Function, Schedule, array, number, string, or a "
+                        "list/dict of those")
+
+
+def _is_json(value, depth: int = 0) -> bool:
+    if depth > 8:
+        return False
+    if value is None or isinstance(value, (bool, str)):
+        return True
+    if isinstance(value, (int, float)):
+        return type(value) in (int, float, bool)        # not a subclass with its own __eq__
+    if isinstance(value, (list, tuple)):
+        return type(value) in (list, tuple) and all(_is_json(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return type(value) is dict and all(type(k) is str and _is_json(v, depth + 1)
+                                           for k, v in value.items())
+    return False
+
+
+# -- the reading side (in the grader) -------------------------------------------------------------
+def read(folder: Path, stem: str = "value"):
+    """The value written by ``write``, rebuilt from data alone; ArtifactError when it is not valid."""
+    folder = Path(folder)
+    desc = json.loads(_read_bytes(folder / f"{stem}.json").decode("utf-8"))
+    return _rebuild(desc, folder)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        if path.is_symlink() or not path.is_file():
+            raise ArtifactError(f"{path.name} is missing or not a plain file")
+        if os.path.getsize(path) > MAX_BYTES:
+            raise ArtifactError(f"{path.name} is larger than {MAX_BYTES >> 20} MiB")
+        return path.read_bytes()
+    except OSError as exc:
+        raise ArtifactError(f"{path.name} cannot be read: {exc.strerror}") from None
+
+
+def _safe_file(folder: Path, name) -> Path:
+    if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith("."):
+        raise ArtifactError(f"bad artifact file name {name!r}")
+    return folder / name
+
+
+def _rebuild(desc, folder: Path, depth: int = 0):
+    if not isinstance(desc, dict) or depth > 2:
+        raise ArtifactError("the artifact description is malformed")
+    kind = desc.get("kind")
+    if kind in ("ir", "schedule"):
+        from mlc_lab.script.parser import from_source
+        text = _read_bytes(_safe_file(folder, desc.get("file"))).decode("utf-8")
+        mod = from_source(text, filename="<submission>", safe=True)
+        if kind == "ir":
+            return mod
+        trace = desc.get("trace")
+        if not isinstance(trace, list):
+            raise ArtifactError("the schedule's trace is not a list")
+        return ScheduleArtifact(mod, trace)
+    if kind == "array":
+        import io
+
+        import numpy as np
+        try:
+            return np.load(io.BytesIO(_read_bytes(_safe_file(folder, desc.get("file")))), allow_pickle=False)
+        except ValueError as exc:
+            raise ArtifactError(f"the array cannot be read without unpickling ({exc})") from None
+    if kind == "json":
+        return desc.get("value")
+    if kind == "tuple":
+        items = desc.get("items")
+        if not isinstance(items, list) or len(items) > MAX_ITEMS:
+            raise ArtifactError("the tuple artifact is malformed")
+        return tuple(_rebuild(item, folder, depth + 1) for item in items)
+    raise ArtifactError(f"unknown artifact kind {kind!r}")

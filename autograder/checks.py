@@ -1,0 +1,289 @@
+"""What a test cell checks, the same in a student's notebook and in the grader.
+
+    checks.numerics(func, reference)          build and run ``func`` on fresh random inputs; compare
+    checks.model_numerics(mod, reference, shapes)   a relax module through relax.build and the VM
+    checks.same_structure(func, expected)     the IR is the target form (structural equality)
+    checks.loops(func, block)                 the loop extents and kinds above a block
+    checks.replays(schedule, original)        a schedule's trace, replayed, gives its module
+    checks.speedup(func, baseline)            time both, interleaved, in this process: the ratio
+    checks.by_ratio(ratio, full, partial)     points for a speed ratio (PartialCredit below full)
+    checks.gpu(func, reference)               a GPU kernel on the cuda-sim simulator: results,
+                                              races, global sectors, bank conflicts
+
+A failed check raises ``GradingFailure`` (an AssertionError) whose message tells the student what
+is wrong without showing expected values; ``PartialCredit(fraction, message)`` gives part of a
+task's points. Inputs are drawn fresh for every call (seeded from the OS), so an answer that
+hard-codes outputs for the inputs a student saw fails.
+"""
+from __future__ import annotations
+
+import inspect
+import statistics
+import time
+
+import numpy as np
+
+
+class GradingFailure(AssertionError):
+    """A check that failed; its message is shown to the student."""
+
+
+class PartialCredit(Exception):
+    """Part of a task's points: ``fraction`` in [0, 1] and why not all of them."""
+
+    def __init__(self, fraction: float, message: str):
+        super().__init__(message)
+        self.fraction = min(max(float(fraction), 0.0), 1.0)
+
+
+def fail(message: str):
+    raise GradingFailure(message)
+
+
+# -- numerics -------------------------------------------------------------------------------------
+def random_array(shape, dtype: str, rng) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype.kind in "iu":
+        return rng.integers(-8 if dtype.kind == "i" else 0, 9, shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(dtype)
+    raise GradingFailure(f"no random inputs for dtype {dtype}")
+
+
+def prim_func(func, func_name: str | None = None):
+    """The PrimFunc to check: ``func`` itself, or the one named ``func_name`` (or the only one) of
+    a module."""
+    from mlc_lab.ir.module import IRModule
+    from mlc_lab.tir.function import PrimFunc
+    if isinstance(func, PrimFunc):
+        return func
+    if isinstance(func, IRModule):
+        names = [gv.name_hint for gv, f in func.functions.items() if isinstance(f, PrimFunc)]
+        if func_name is None:
+            if len(names) != 1:
+                fail(f"the module should hold one prim_func, it holds {len(names)}: {', '.join(names)}")
+            func_name = names[0]
+        if func_name not in names:
+            fail(f"the module has no prim_func named {func_name!r} (it has {', '.join(names) or 'none'})")
+        return func[func_name]
+    fail(f"expected a PrimFunc or an IRModule, got a {type(func).__name__}")
+
+
+def buffer_params(func) -> list:
+    from mlc_lab.tir.buffer import Buffer
+    params = list(func.params)
+    if not all(isinstance(p, Buffer) for p in params):
+        fail(f"{_name(func)} takes scalar parameters; this task wants buffers only")
+    return params
+
+
+def _static_shape(buf) -> tuple:
+    try:
+        return tuple(int(d) for d in buf.shape)
+    except TypeError:
+        fail(f"buffer {buf.name} has a symbolic shape; this task wants static shapes")
+
+
+def numerics(func, reference, *, func_name: str | None = None, target: str = "llvm", rtol: float = 1e-4,
+             atol: float = 1e-4, trials: int = 2, seed=None) -> None:
+    """Build ``func`` for ``target`` and run it ``trials`` times on fresh random inputs: the
+    parameters ``reference`` takes (numpy in, outputs out: one array or a tuple) are the inputs,
+    the rest are outputs, compared with ``np.testing`` tolerances."""
+    import mlc_lab
+    func = prim_func(func, func_name)
+    params = buffer_params(func)
+    n_in = len(inspect.signature(reference).parameters)
+    if n_in > len(params):
+        fail(f"{_name(func)} takes {len(params)} buffers, the task needs at least {n_in + 1}")
+    try:
+        lib = mlc_lab.build(func, target=target)
+    except Exception as exc:
+        fail(f"{_name(func)} does not build for {target}: {_first_line(exc)}")
+    rng = np.random.default_rng(seed)
+    for _ in range(trials):
+        inputs = [random_array(_static_shape(b), b.dtype, rng) for b in params[:n_in]]
+        expected = reference(*[x.copy() for x in inputs])
+        expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+        outputs = [np.zeros(_static_shape(b), b.dtype) for b in params[n_in:]]
+        if len(outputs) != len(expected):
+            fail(f"{_name(func)} has {len(outputs)} output buffer(s) after its {n_in} input(s); "
+                 f"the task wants {len(expected)}")
+        try:
+            lib(*inputs, *outputs)
+        except Exception as exc:
+            fail(f"running {_name(func)} failed: {type(exc).__name__}: {_first_line(exc)}")
+        for buf, got, want in zip(params[n_in:], outputs, expected):
+            compare(got, np.asarray(want), f"output {buf.name} of {_name(func)}", rtol, atol)
+
+
+def compare(got, want: np.ndarray, what: str, rtol: float = 1e-4, atol: float = 1e-4) -> None:
+    """``got`` matches ``want``; the failure message says where and how far off, never the values."""
+    got = np.asarray(got)
+    if got.shape != want.shape:
+        fail(f"{what} has shape {got.shape}; it should be {want.shape}")
+    if got.dtype.kind == "O":
+        fail(f"{what} holds Python objects, not numbers")
+    bad = ~np.isclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol, equal_nan=False)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        fail(f"{what} differs from the reference at {int(bad.sum())} of {bad.size} elements "
+             f"(the first at index {where}); the inputs were random")
+
+
+def model_numerics(mod, reference, shapes: list, *, target: str = "llvm", dtype: str = "float32",
+                   rtol: float = 1e-4, atol: float = 1e-4, seed=None) -> None:
+    """Build a relax module with ``relax.build`` and run ``main`` on random inputs of ``shapes``."""
+    import mlc_lab
+    from mlc_lab import relax
+    rng = np.random.default_rng(seed)
+    inputs = [random_array(shape, dtype, rng) for shape in shapes]
+    try:
+        vm = relax.VirtualMachine(relax.build(mod, target=target), mlc_lab.cpu())
+        got = vm["main"](*[mlc_lab.nd.array(x) for x in inputs])
+    except Exception as exc:
+        fail(f"building or running the module failed: {type(exc).__name__}: {_first_line(exc)}")
+    got = got.numpy() if hasattr(got, "numpy") else got
+    compare(got, np.asarray(reference(*inputs)), "the module's output", rtol, atol)
+
+
+# -- structure ------------------------------------------------------------------------------------
+def same_structure(func, expected, what: str = "the transformed program") -> None:
+    """``func`` is structurally equal to ``expected`` (names of loops and variables may differ)."""
+    from mlc_lab.ir import assert_structural_equal
+    try:
+        assert_structural_equal(func, expected, map_free_vars=True)
+    except ValueError as exc:
+        fail(f"{what} is not the target form: {_first_line(exc)}")
+
+
+def loops(func, block: str, *, func_name: str | None = None) -> list:
+    """``[(extent, kind), ...]`` of the loops around block ``block``, outermost first
+    (kind: "serial", "parallel", "vectorized", "unroll", or a thread tag)."""
+    from mlc_lab import tir
+    func = prim_func(func, func_name)
+    sch = tir.Schedule(func)
+    try:
+        found = sch.get_loops(sch.get_block(block))
+    except Exception:
+        fail(f"{_name(func)} has no block named {block!r}")
+    out = []
+    for rv in found:
+        loop = sch.get(rv)
+        kind = loop.thread_binding or str(loop.kind)
+        out.append((int(loop.extent), kind))
+    return out
+
+
+def replays(schedule, original) -> object:
+    """The schedule's trace, replayed here on ``original``, gives the module handed in (so the
+    module came from schedule primitives, not from editing text); returns that module."""
+    from mlc_lab import tir
+    from mlc_lab.tir.schedule import Trace
+    try:
+        trace = Trace.from_json(schedule.trace)
+        sch = tir.Schedule(original)
+        trace.apply_to_schedule(sch, remove_postproc=False)
+    except Exception as exc:
+        fail(f"the schedule's trace does not replay on the original program: {_first_line(exc)}")
+    same_structure(schedule.mod, sch.mod, "the module handed in with the schedule")
+    return sch.mod
+
+
+# -- speed ----------------------------------------------------------------------------------------
+def speedup(func, baseline, *, func_name: str | None = None, target: str = "llvm", rounds: int = 7,
+            min_seconds: float = 0.02, seed=None) -> float:
+    """How many times faster ``func`` runs than ``baseline`` (both PrimFuncs of one signature),
+    timed here, interleaved round by round (each round measures both, in alternating order), so
+    a busy machine slows both alike: the median of the per-round ratios."""
+    import mlc_lab
+    func = prim_func(func, func_name)
+    baseline = prim_func(baseline)
+    rng = np.random.default_rng(seed)
+    args = [random_array(_static_shape(b), b.dtype, rng) for b in buffer_params(baseline)]
+    try:
+        fast = mlc_lab.build(func, target=target)
+    except Exception as exc:
+        fail(f"{_name(func)} does not build for {target}: {_first_line(exc)}")
+    slow = mlc_lab.build(baseline, target=target)
+    ratios = []
+    for r in range(rounds):
+        pair = (slow, fast) if r % 2 == 0 else (fast, slow)
+        seconds = {id(lib): _seconds(lib, args, min_seconds) for lib in pair}
+        ratios.append(seconds[id(slow)] / seconds[id(fast)])
+    return statistics.median(ratios)
+
+
+def _seconds(lib, args, min_seconds: float) -> float:
+    lib(*args)
+    calls, start = 0, time.perf_counter()
+    while True:
+        lib(*args)
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds:
+            return elapsed / calls
+
+
+def by_ratio(ratio: float, full: float, partial: float | None = None, what: str = "speedup") -> None:
+    """Full points from ``ratio >= full``; between ``partial`` and ``full`` a share growing
+    linearly from 0.5 to 1; below ``partial`` (or ``full`` when no partial) a failure."""
+    if ratio >= full:
+        return
+    if partial is not None and ratio >= partial:
+        share = 0.5 + 0.5 * (ratio - partial) / (full - partial)
+        raise PartialCredit(share, f"{what} {ratio:.2f}x: full points need {full:g}x, this earns "
+                                   f"{share:.0%}")
+    fail(f"{what} {ratio:.2f}x is below the {partial if partial is not None else full:g}x this task needs")
+
+
+# -- GPU kernels on the simulator -----------------------------------------------------------------
+def gpu(func, reference, *, func_name: str | None = None, max_sectors_per_request: float | None = None,
+        bank_conflicts: bool = True, max_bytes_per_flop: float | None = None, seed=None) -> list:
+    """Build ``func`` for CUDA and run it on the cuda-sim simulator with fresh random inputs:
+    results match ``reference``; no data race or out-of-bounds access (the simulator raises);
+    each global buffer's accesses take at most ``max_sectors_per_request`` 32-byte sectors per
+    warp request; with ``bank_conflicts=False`` no shared-memory access conflicts. Returns the
+    simulator's runs (one per kernel) for further checks."""
+    import mlc_lab
+    func = prim_func(func, func_name)
+    params = buffer_params(func)
+    n_in = len(inspect.signature(reference).parameters)
+    rng = np.random.default_rng(seed)
+    inputs = [random_array(_static_shape(b), b.dtype, rng) for b in params[:n_in]]
+    outputs = [np.zeros(_static_shape(b), b.dtype) for b in params[n_in:]]
+    try:
+        lib = mlc_lab.build(func, target="cuda-sim")
+    except Exception as exc:
+        fail(f"{_name(func)} does not build for CUDA: {_first_line(exc)}")
+    try:
+        runs = lib.simulate(*inputs, *outputs)
+    except Exception as exc:
+        fail(f"the simulator stopped {_name(func)}: {type(exc).__name__}: {_first_line(exc)}")
+    expected = reference(*[x.copy() for x in inputs])
+    expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+    for buf, got, want in zip(params[n_in:], outputs, expected):
+        compare(got, np.asarray(want), f"output {buf.name} of {_name(func)}")
+    for run in runs:
+        for c in run.counters.buffers.values():
+            if (max_sectors_per_request is not None and c.scope == "global" and c.sectors_per_request
+                    and c.sectors_per_request > max_sectors_per_request + 1e-9):
+                fail(f"{c.name}: {c.sectors_per_request:.1f} sectors per warp request, the budget is "
+                     f"{max_sectors_per_request:g} (are neighbouring threads reading neighbouring elements?)")
+            if not bank_conflicts and c.scope == "shared" and c.conflict_degree and c.conflict_degree > 1:
+                fail(f"{c.name}: {c.conflict_degree:.2f}-way shared-memory bank conflicts")
+    return runs
+
+
+def _name(func) -> str:
+    return str(getattr(func, "attr_dict", {}).get("global_symbol", "the function"))
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+__all__ = ["GradingFailure", "PartialCredit", "by_ratio", "compare", "fail", "gpu", "loops",
+           "model_numerics", "numerics", "replays", "same_structure", "speedup"]
