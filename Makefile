@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV_CMD ?= $(PYTHON) -m venv
 PY = $(VENV)/bin/python
 
-.PHONY: lab test bench strip git-filter clean
+.PHONY: lab test bench strip git-filter clean exercises
 
 # JupyterLab refuses to start as root (e.g. in a container) unless told that is intended.
 ROOT_FLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -21,6 +21,10 @@ lab: $(VENV)/.installed-lab git-filter
 
 test: $(VENV)/.installed-test git-filter
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The student versions of the homework (exercises/*.ipynb) from their instructor sources.
+exercises: $(VENV)/.installed-test
+	@for source in exercises/instructor/hw*.ipynb; do $(VENV)/bin/mlc-lab assign "$$source" --out exercises; done
 
 # Clear the outputs saved in the notebooks' files (git's filter already keeps them out of commits).
 strip:

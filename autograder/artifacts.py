@@ -51,11 +51,10 @@ def _describe(value, folder: Path, stem: str) -> dict:
     from mlc_lab.tir.function import PrimFunc
     from mlc_lab.tir.schedule import Schedule
     if isinstance(value, (IRModule, PrimFunc, Function)):
-        (folder / f"{stem}.py").write_text(value.script(), encoding="utf-8")
-        return {"kind": "ir", "file": f"{stem}.py"}
+        return {"kind": "ir", **_write_ir(value, folder, stem)}
     if isinstance(value, Schedule):
-        (folder / f"{stem}.py").write_text(value.mod.script(), encoding="utf-8")
-        return {"kind": "schedule", "file": f"{stem}.py", "trace": value.trace.as_json()}
+        return {"kind": "schedule", **_write_ir(value.mod, folder, stem), "trace": value.trace.as_json()}
+    value = _plain(value)
     if hasattr(value, "numpy") and callable(value.numpy):       # an NDArray
         value = value.numpy()
     if isinstance(value, (np.ndarray, np.generic)):
@@ -73,6 +72,32 @@ def _describe(value, folder: Path, stem: str) -> dict:
     raise ArtifactError(f"a {type(value).__name__} cannot be handed in to the grader; hand in an "
                         "IRModule, PrimFunc, relax Function, Schedule, array, number, string, or a "
                         "list/dict of those")
+
+
+def _write_ir(value, folder: Path, stem: str) -> dict:
+    """Script text, and each constant too large to print as an array of its own."""
+    import numpy as np
+    from mlc_lab.script.printer import script
+    constants: list = []
+    (folder / f"{stem}.py").write_text(script(value, constants=constants), encoding="utf-8")
+    files = []
+    for i, constant in enumerate(constants):
+        np.save(folder / f"{stem}_const{i}.npy", np.asarray(constant.data), allow_pickle=False)
+        files.append(f"{stem}_const{i}.npy")
+    return {"file": f"{stem}.py", "constants": files}
+
+
+def _plain(value, depth: int = 0):
+    """numpy scalars inside lists, tuples and dicts as Python numbers (``np.float64(0.5)`` is
+    0.5), so a list of them crosses as JSON."""
+    import numpy as np
+    if isinstance(value, np.generic) and depth:
+        return value.item()
+    if type(value) in (list, tuple) and depth < 8:
+        return type(value)(_plain(v, depth + 1) for v in value)
+    if type(value) is dict and depth < 8:
+        return {k: _plain(v, depth + 1) for k, v in value.items()}
+    return value
 
 
 def _is_json(value, depth: int = 0) -> bool:
@@ -115,6 +140,17 @@ def _safe_file(folder: Path, name) -> Path:
     return folder / name
 
 
+def _constant(folder: Path, name):
+    import io
+
+    import numpy as np
+    from mlc_lab.relax.expr import const
+    try:
+        return const(np.load(io.BytesIO(_read_bytes(_safe_file(folder, name))), allow_pickle=False))
+    except ValueError as exc:
+        raise ArtifactError(f"a constant cannot be read without unpickling ({exc})") from None
+
+
 def _rebuild(desc, folder: Path, depth: int = 0):
     if not isinstance(desc, dict) or depth > 2:
         raise ArtifactError("the artifact description is malformed")
@@ -122,7 +158,11 @@ def _rebuild(desc, folder: Path, depth: int = 0):
     if kind in ("ir", "schedule"):
         from mlc_lab.script.parser import from_source
         text = _read_bytes(_safe_file(folder, desc.get("file"))).decode("utf-8")
-        mod = from_source(text, filename="<submission>", safe=True)
+        files = desc.get("constants") or []
+        if not isinstance(files, list) or len(files) > 4096:
+            raise ArtifactError("the list of constants is malformed")
+        extra = {"metadata": {"relax.expr.Constant": [_constant(folder, name) for name in files]}} if files else None
+        mod = from_source(text, extra_vars=extra, filename="<submission>", safe=True)
         if kind == "ir":
             return mod
         trace = desc.get("trace")

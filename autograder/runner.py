@@ -203,6 +203,10 @@ def grade(source_path: Path, submission_path: Path, limits: Limits, progress: Pa
             notes.append(f"the notebook printed more than {limits.max_output_bytes >> 10} KiB; the rest was dropped")
         emit({"done": "; ".join(notes) or "ok", "cells_failed": failed_cells})
         log.close()
+        try:    # a kernel manager passed in is not shut down by nbclient
+            km.shutdown_kernel(now=True)
+        except Exception:
+            pass
         shutil.rmtree(specs, ignore_errors=True)
         shutil.rmtree(sandbox, ignore_errors=True)
 
@@ -253,9 +257,17 @@ def _run_cell(client, cell, index: int) -> str:
 
 def _setup_namespace(source) -> dict:
     namespace: dict = {"__name__": "__autograder__"}
-    for code in notebook.setup_code(source):
-        exec(compile(code, "<setup cell>", "exec"), namespace)
+    for index, code in enumerate(notebook.setup_code(source)):
+        exec(_compile(code, f"<setup cell {index}>"), namespace)
     return namespace
+
+
+def _compile(code: str, filename: str):
+    """Compiled ``code``, its text registered with linecache so that ``inspect.getsource`` (which
+    ``@T.prim_func`` and ``@I.ir_module`` use) finds it as it would in a notebook."""
+    import linecache
+    linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
+    return compile(code, filename, "exec")
 
 
 def _grade_task(task, namespace: dict, sub: RemoteSubmission) -> TaskResult:
@@ -263,7 +275,7 @@ def _grade_task(task, namespace: dict, sub: RemoteSubmission) -> TaskResult:
     token = grading(sub)
     hidden = _hidden_lines(task.source)
     try:
-        exec(compile(task.source, f"<task {task.grade_id}>", "exec"), dict(namespace))
+        exec(_compile(task.source, f"<task {task.grade_id}>"), dict(namespace))
         score, message = task.points, "passed"
     except PartialCredit as credit:
         score, message = round(task.points * credit.fraction, 4), str(credit)
@@ -302,6 +314,16 @@ def _failing_line(exc: BaseException, grade_id: str) -> int:
     return frames[-1].lineno if frames else 0
 
 
+def _not_dumpable() -> None:
+    """No other process of this user may trace this one or read its memory (/proc/PID/mem): a
+    kernel left running as the same user must not reach the hidden tests held here."""
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)     # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv=None) -> None:
     import argparse
     parser = argparse.ArgumentParser(prog="python -m autograder.runner")
@@ -311,6 +333,7 @@ def main(argv=None) -> None:
     parser.add_argument("--limits", default="{}")
     parser.add_argument("--hide", action="append", default=[])
     args = parser.parse_args(argv)
+    _not_dumpable()
     grade(Path(args.source), Path(args.submission), Limits(**json.loads(args.limits)), Path(args.progress),
           args.hide)
 

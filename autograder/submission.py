@@ -100,7 +100,7 @@ def serve(folder, namespace: dict | None = None) -> None:
         value = namespace[name]
         if request["op"] == "call":
             if not callable(value):
-                raise GradingFailure(f"`{name}` is a {type(value).__name__}, not a function")
+                raise GradingFailure(f"`{name}` is {_a(type(value).__name__)}, not a function")
             args = artifacts.read(folder, "args") if (folder / "args.json").exists() else ()
             try:
                 value = value(*args)
@@ -109,7 +109,7 @@ def serve(folder, namespace: dict | None = None) -> None:
         desc = artifacts.write(value, folder, "result")
         kind = request.get("kind")
         if kind is not None and desc["kind"] != kind:
-            raise GradingFailure(f"`{name}` is a {type(value).__name__}; this task wants {KINDS[kind]}")
+            raise GradingFailure(f"`{name}` is {_a(type(value).__name__)}; this task wants {KINDS[kind]}")
         answer = {"ok": True}
     except (GradingFailure, artifacts.ArtifactError) as exc:
         answer = {"error": str(exc)}
@@ -129,6 +129,10 @@ def _notebook_namespace() -> dict:
         pass
     import __main__
     return vars(__main__)
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[:1].lower() in "aeiou" or noun[:2] in ("IR", "ND") else "a ") + noun
 
 
 def _check_name(name) -> str:

@@ -15,6 +15,7 @@ constants, shapes or tuples of them).
 from __future__ import annotations
 
 import contextlib
+import keyword
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -376,8 +377,10 @@ def _check_no_dataflow_var(value: Expr) -> None:
 
 
 def _func_name(func: Callable) -> str:
-    name = getattr(func, "__name__", "te_func")
-    return re.sub(r"\W", "_", name).strip("_") or "te_func"
+    """A name for the PrimFunc emitted from ``func``; a lambda's (``<lambda>``) would be the
+    keyword ``lambda``, which no printed module could be read back with, so it is ``te_func``."""
+    name = re.sub(r"\W", "_", getattr(func, "__name__", "te_func")).strip("_")
+    return name if name and not keyword.iskeyword(name) else "te_func"
 
 
 def _attrs_of(func) -> dict:

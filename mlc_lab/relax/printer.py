@@ -32,9 +32,11 @@ INDENT = "    "
 SMALL_CONSTANT = 16
 
 
-def script(node, name: str | None = None, underline=(), line_numbers: bool = False) -> str:
-    """The script text of a relax Function, expression, binding or structure info."""
-    printer = RelaxPrinter(underline)
+def script(node, name: str | None = None, underline=(), line_numbers: bool = False,
+           constants: list | None = None) -> str:
+    """The script text of a relax Function, expression, binding or structure info; large
+    constants are numbered in (and appended to) ``constants`` when given."""
+    printer = RelaxPrinter(underline, constants)
     if isinstance(node, Function):
         printer.function(node, name or node.attrs.get("global_symbol") or "main")
         return printer.render(line_numbers)
@@ -53,10 +55,10 @@ def script(node, name: str | None = None, underline=(), line_numbers: bool = Fal
 
 
 class RelaxPrinter(ExprPrinter):
-    def __init__(self, underline=()):
+    def __init__(self, underline=(), constants: list | None = None):
         super().__init__(underline)
         self.lines: list[tuple[int, str]] = []
-        self.constants: list[Constant] = []
+        self.constants: list[Constant] = [] if constants is None else constants
         self.uses_module = False
         self.used.update({"cls", "metadata", "Module"})
 

@@ -23,12 +23,18 @@ _LOOP_FUNCS = {"parallel": "T.parallel", "vectorized": "T.vectorized", "unrolled
                "serial": "T.serial"}
 
 
-def script(node, underline=(), line_numbers: bool = False, name: str | None = None) -> str:
-    """The script text of an IRModule, PrimFunc, statement or expression."""
+def script(node, underline=(), line_numbers: bool = False, name: str | None = None,
+           constants: list | None = None) -> str:
+    """The script text of an IRModule, PrimFunc, statement or expression. Relax constants too
+    large to print are written ``metadata["relax.expr.Constant"][i]``, numbered across the whole
+    module; pass a list as ``constants`` to get them (``from_source(text, extra_vars={"metadata":
+    {"relax.expr.Constant": constants}})`` reads the text back)."""
     if type(node).__module__.startswith("mlc_lab.relax"):
         from ..relax.printer import script as relax_script
-        return relax_script(node, name=name, underline=underline, line_numbers=line_numbers)
+        return relax_script(node, name=name, underline=underline, line_numbers=line_numbers,
+                            constants=constants)
     printer = _Printer(underline)
+    printer.constants = [] if constants is None else constants
     if isinstance(node, IRModule):
         printer.module(node)
     elif isinstance(node, PrimFunc):
@@ -87,7 +93,8 @@ class _Printer(ExprPrinter):
             if isinstance(func, PrimFunc):
                 self.prim_func(func, gv.name_hint)
             else:
-                for line in func.script(name=gv.name_hint).splitlines():
+                from ..relax.printer import script as relax_script
+                for line in relax_script(func, name=gv.name_hint, constants=self.constants).splitlines():
                     self.emit(0, line)
             self.lines[start:] = [(indent + 1, text) for indent, text in self.lines[start:]]
 
