@@ -96,6 +96,12 @@ def _limited_client(nb, km, limits: Limits):
         output_bytes = 0
         truncated = False
 
+        timed_out = False
+
+        async def _async_handle_timeout(self, timeout, cell=None):
+            Client.timed_out = True        # nbclient interrupts the kernel and goes on
+            return await super()._async_handle_timeout(timeout, cell)
+
         def output(self, outs, msg, display_id, cell_index):
             size = len(json.dumps(msg.get("content", {})))
             Client.output_bytes += size
@@ -109,7 +115,7 @@ def _limited_client(nb, km, limits: Limits):
 
 
 def _kernel_manager(sandbox: Path, policy: dict, use_ipc: bool):
-    from jupyter_client import KernelManager
+    from jupyter_client import AsyncKernelManager   # nbclient polls its channels concurrently
     from jupyter_client.kernelspec import KernelSpecManager
     specs = Path(tempfile.mkdtemp(prefix="mlc-lab-spec-"))
     (specs / "sandboxed").mkdir()
@@ -117,7 +123,7 @@ def _kernel_manager(sandbox: Path, policy: dict, use_ipc: bool):
             sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     (specs / "sandboxed" / "kernel.json").write_text(json.dumps(
         {"argv": argv, "display_name": "mlc-lab sandbox", "language": "python"}))
-    km = KernelManager(kernel_name="sandboxed", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)],
+    km = AsyncKernelManager(kernel_name="sandboxed", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)],
                                                                                        ensure_native_kernel=False),
                        transport="ipc" if use_ipc else "tcp")
     km.connection_file = str(sandbox / ".kernel.json")
@@ -204,7 +210,8 @@ def grade(source_path: Path, submission_path: Path, limits: Limits, progress: Pa
         emit({"done": "; ".join(notes) or "ok", "cells_failed": failed_cells})
         log.close()
         try:    # a kernel manager passed in is not shut down by nbclient
-            km.shutdown_kernel(now=True)
+            from jupyter_core.utils import run_sync
+            run_sync(km.shutdown_kernel)(now=True)
         except Exception:
             pass
         shutil.rmtree(specs, ignore_errors=True)
@@ -243,8 +250,9 @@ def _run_cell(client, cell, index: int) -> str:
     """'' when the cell ran (errors or not), else 'timeout' or 'dead'."""
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     try:
+        type(client).timed_out = False
         client.execute_cell(cell, index)
-        return ""
+        return "timeout" if client.timed_out else ""
     except CellTimeoutError:
         return "timeout"
     except DeadKernelError:
