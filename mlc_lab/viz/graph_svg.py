@@ -6,7 +6,6 @@ in the SVG Graphviz draws from ``graph_dot``. Also the HTML that lets it shrink 
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass
 
 from .graph_layout import layered_layout
