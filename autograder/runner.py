@@ -152,25 +152,7 @@ def grade(source_path: Path, submission_path: Path, limits: Limits, progress: Pa
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
 
-    root = hasattr(os, "geteuid") and os.geteuid() == 0
-    sandboxes = private_folder("mlc-lab-sandboxes", 0o711)
-    sandbox = Path(tempfile.mkdtemp(dir=sandboxes))
-    workdir = sandbox / "work"
-    workdir.mkdir()
-    uid = None
-    if root and not limits.same_user:
-        uid = 50000 + (os.getpid() % 10000)
-        os.chmod(sandbox, 0o711)
-        os.chown(workdir, uid, uid)
-        if not _can_run_as(uid, workdir):
-            os.chown(workdir, 0, 0)
-            uid = None
-    hide = [str(Path(h).resolve()) for h in [*hide, private_folder("mlc-lab-grading", 0o700), sandboxes]
-            if not _contains(h, sys.prefix) and not _contains(h, sys.base_prefix)]
-    policy = {"cpu_seconds": limits.cpu_seconds, "memory_bytes": limits.memory_bytes,
-              "max_processes": limits.max_processes, "max_file_bytes": limits.max_file_bytes,
-              "uid": uid, "hide": hide, "keep": str(workdir), "drop_root": root and not limits.same_user,
-              "isolate_network": limits.isolate_network and root, "workdir": str(workdir)}
+    sandbox, workdir, uid, policy = _prepare_sandbox(limits, hide)
     km, specs = _kernel_manager(workdir, policy, use_ipc=bool(policy["isolate_network"]))
     client = _limited_client(student, km, limits)
     sub = RemoteSubmission(client, workdir, uid)
@@ -218,6 +200,33 @@ def grade(source_path: Path, submission_path: Path, limits: Limits, progress: Pa
         shutil.rmtree(sandbox, ignore_errors=True)
 
 
+def _prepare_sandbox(limits: Limits, hide) -> tuple:
+    """(sandbox folder, the kernel's working folder in it, the kernel's uid or None, the policy
+    for ``autograder.sandbox``). As root, the kernel runs as a fresh user when that user can run
+    this Python, else as root without capabilities; either way the folders in ``hide``, every
+    grading's working folder and every other sandbox are hidden from it."""
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    sandboxes = private_folder("mlc-lab-sandboxes", 0o711)
+    sandbox = Path(tempfile.mkdtemp(dir=sandboxes))
+    workdir = sandbox / "work"
+    workdir.mkdir()
+    uid = None
+    if root and not limits.same_user:
+        uid = 50000 + (os.getpid() % 10000)
+        os.chmod(sandbox, 0o711)
+        os.chown(workdir, uid, uid)
+        if not _can_run_as(uid, workdir):
+            os.chown(workdir, 0, 0)
+            uid = None
+    hide = [str(Path(h).resolve()) for h in [*hide, private_folder("mlc-lab-grading", 0o700), sandboxes]
+            if not _contains(h, sys.prefix) and not _contains(h, sys.base_prefix)]
+    policy = {"cpu_seconds": limits.cpu_seconds, "memory_bytes": limits.memory_bytes,
+              "max_processes": limits.max_processes, "max_file_bytes": limits.max_file_bytes,
+              "uid": uid, "hide": hide, "keep": str(workdir), "drop_root": root and not limits.same_user,
+              "isolate_network": limits.isolate_network and root, "workdir": str(workdir)}
+    return sandbox, workdir, uid, policy
+
+
 def private_folder(name: str, mode: int) -> Path:
     """A folder of this user's in the temporary directory, holding every grading run's folders."""
     folder = Path(tempfile.gettempdir()) / (name if not hasattr(os, "getuid") else f"{name}-{os.getuid()}")
@@ -229,16 +238,27 @@ def private_folder(name: str, mode: int) -> Path:
 
 
 def _can_run_as(uid: int, workdir: Path) -> bool:
-    """Whether user ``uid`` can run this Python with mlc_lab and ipykernel (not where the
-    interpreter lives under a private home folder, as with pyenv under /root)."""
+    """Whether another user can run this Python with mlc_lab and ipykernel (not where the
+    interpreter lives under a private home folder, as with pyenv under /root). The answer is
+    the same for every fresh uid, so it is kept for an hour in the grading folder."""
     import subprocess
+    cache = private_folder("mlc-lab-grading", 0o700) / "other-user-probe.json"
+    key = f"{sys.executable}|{sys.prefix}"
+    try:
+        known = json.loads(cache.read_text())
+        if known["key"] == key and time.time() - known["time"] < 3600:
+            return bool(known["ok"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     policy = json.dumps({"uid": uid, "workdir": str(workdir)})
     probe = [sys.executable, "-m", "autograder.sandbox", policy, "--", sys.executable, "-c",
              "import ipykernel, mlc_lab, autograder"]
     try:
-        return subprocess.run(probe, capture_output=True, timeout=60).returncode == 0
+        ok = subprocess.run(probe, capture_output=True, timeout=60).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
-        return False
+        ok = False
+    cache.write_text(json.dumps({"key": key, "time": time.time(), "ok": ok}))
+    return ok
 
 
 def _contains(folder, path) -> bool:

@@ -4,6 +4,7 @@ the student version (every solution a stub) zero, without a crash. Partial credi
 half-right answer per homework loses exactly the tests its text says it does."""
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder import notebook
@@ -14,8 +15,130 @@ SOURCES = sorted((REPO / "exercises" / "instructor").glob("hw*.ipynb"))
 pytestmark = pytest.mark.notebook
 
 
+def _solution(stem: str, grade_id: str) -> str:
+    """The code between the solution markers of answer cell ``grade_id`` of a source."""
+    nb = notebook.read(REPO / "exercises" / "instructor" / f"{stem}.ipynb")
+    text = nb.cells[notebook.cells_by_grade_id(nb)[grade_id]].source
+    return text.split(notebook.BEGIN_SOLUTION + "\n", 1)[1].split(notebook.END_SOLUTION, 1)[0]
+
+
+def _edited(stem: str, grade_id: str, old: str, new: str) -> str:
+    """The source's answer in ``grade_id`` with the one occurrence of ``old`` replaced by ``new``
+    ("" where the answer no longer holds ``old`` once; a test below then says so)."""
+    text = _solution(stem, grade_id)
+    return text.replace(old, new) if text.count(old) == 1 else ""
+
+
+# -- half-right answers, each in place of one answer cell of the source --------------------------
+# hw02 task 4: `unroll` after `decompose_reduction` reaches Y_update's loops, not Y_init's.
+HW02_UNROLL_AFTER_DECOMPOSE = '''
+sch = tir.Schedule(ORIGINAL)
+block_y = sch.get_block("Y")
+i, j, k = sch.get_loops(block_y)
+i0, i1 = sch.split(i, factors=[None, 4])
+j0, j1 = sch.split(j, factors=[None, 8])
+sch.reorder(i0, j0, k, i1, j1)
+block_c = sch.get_block("C")
+sch.reverse_compute_at(block_c, j0)
+sch.parallel(i0)
+sch.vectorize(j1)
+sch.vectorize(sch.get_loops(block_c)[-1])
+sch.decompose_reduction(block_y, k)
+sch.unroll(i1)
+'''
+
+# hw03 task 4: a softmax that does not subtract the row maximum (exp overflows on large scores).
+HW03_UNSTABLE_SOFTMAX = _edited("hw03_end_to_end", "task4-answer",
+                                "T.exp(S[vi, vj] - M[vi])", "T.exp(S[vi, vj])")
+
+# hw04 task 4: the model's best-scored candidates, measured ones and repeats not left out.
+HW04_NO_DEDUPLICATION = '''
+def choose_batch(measured, seconds, candidates, k: int) -> list:
+    model = ms.GBDTModel(seed=0)
+    model.update(list(measured), [math.inf if s is None else float(s) for s in seconds])
+    scores = model.predict(list(candidates))
+    return sorted(range(len(candidates)), key=lambda i: -scores[i])[:k]
+'''
+
+# hw05 task 5: a frontend that knows linear and ReLU layers only.
+HW05_RELU_ONLY = '''
+def from_description(layers: list, input_shape: list):
+    x = tensor_var("x", tuple(input_shape))
+    params = []
+    for n, layer in enumerate(layers):
+        if layer["op"] == "linear":
+            params += [tensor_var(f"w{n}", (layer["out"], layer["in"])),
+                       tensor_var(f"b{n}", (layer["out"],))]
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x] + params):
+        with bb.dataflow():
+            value, weights = x, iter(params)
+            for n, layer in enumerate(layers):
+                if layer["op"] == "linear":
+                    value = bb.emit_te(topi.dense, value, next(weights), next(weights),
+                                       primfunc_name_hint=f"linear{n}")
+                elif layer["op"] == "relu":
+                    value = bb.emit_te(topi.relu, value, primfunc_name_hint=f"relu{n}")
+                else:
+                    raise NotImplementedError(f"layer {layer['op']!r}")
+            gv = bb.emit_output(value)
+        bb.emit_func_output(gv)
+    return bb.get()
+'''
+
+# hw06 task 4: the transpose through a shared tile, coalesced both ways, but without padding.
+HW06_NO_PADDING = '''
+def transpose_tiled(mod, tile=32):
+    sch = tir.Schedule(mod)
+    block = sch.get_block("B")
+    i, j = sch.get_loops(block)
+    i0, i1 = sch.split(i, [None, tile])
+    j0, j1 = sch.split(j, [None, tile])
+    sch.reorder(i0, j0, i1, j1)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.y")
+    sch.bind(j1, "threadIdx.x")
+    shared = sch.cache_read(block, 0, "shared")
+    sch.compute_at(shared, j0)
+    rows, cols = sch.get_loops(shared)[-2:]
+    sch.bind(rows, "threadIdx.y")
+    sch.bind(cols, "threadIdx.x")
+    return sch.mod
+'''
+
+# hw07 task 2: the matmul -> add -> relu chains fused, the last layer's matmul -> add not.
+HW07_CHAINS_ONLY = _edited("hw07_graph_optimization", "task2-answer",
+                           "    mod = LinearFusor(mod, with_relu=True).transform()\n"
+                           "    return LinearFusor(mod, with_relu=False).transform()",
+                           "    return LinearFusor(mod, with_relu=True).transform()")
+
+# homework stem -> (the answer cell replaced, the half-right code put there, {test cell: the share
+# of its points it earns}); every test cell not named earns all of its points.
+HALF_RIGHT = {
+    "hw02_tensor_programs": ("task4-answer", HW02_UNROLL_AFTER_DECOMPOSE, {"task4-structure": 0.5}),
+    "hw03_end_to_end": ("task4-answer", HW03_UNSTABLE_SOFTMAX, {"task4-stable": 0}),
+    "hw04_auto_optimization": ("task4-answer", HW04_NO_DEDUPLICATION, {"task4-unmeasured": 0}),
+    "hw05_framework_integration": ("task5-answer", HW05_RELU_ONLY, {"task5-activations": 0}),
+    "hw06_gpu": ("task4-answer", HW06_NO_PADDING, {"task4-banks": 0}),
+    "hw07_graph_optimization": ("task2-answer", HW07_CHAINS_ONLY, {"task2-tail": 0}),
+}
+
+
+def half_right(source: Path) -> nbformat.NotebookNode:
+    """The source with the answer cell of HALF_RIGHT replaced: the rest of the solutions in place."""
+    grade_id, code, _ = HALF_RIGHT[source.stem]
+    nb = notebook.read(source)
+    cell = nb.cells[notebook.cells_by_grade_id(nb)[grade_id]]
+    before, rest = cell.source.split(notebook.BEGIN_SOLUTION, 1)
+    after = rest.split(notebook.END_SOLUTION, 1)[1]
+    cell.source = f"{before}{notebook.BEGIN_SOLUTION}\n{code.strip()}\n{notebook.END_SOLUTION}{after}"
+    return nb
+
+
 def test_every_chapter_from_02_has_homework():
     assert [p.name[2:4] for p in SOURCES] == ["02", "03", "04", "05", "06", "07"]
+    assert sorted(HALF_RIGHT) == [p.stem for p in SOURCES]
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
@@ -30,13 +153,28 @@ def test_student_version_is_the_released_source(source):
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
-def test_grader_gives_solutions_full_marks_and_stubs_zero(source, tmp_path):
+def test_half_right_case_names_an_answer_and_tests_of_the_source(source):
+    grade_id, code, shares = HALF_RIGHT[source.stem]
+    nb = notebook.read(source)
+    assert notebook.meta(nb.cells[notebook.cells_by_grade_id(nb)[grade_id]]).get("solution"), grade_id
+    assert code.strip(), f"the half-right edit of {grade_id} no longer applies to the source's answer"
+    assert code.strip() != _solution(source.stem, grade_id).strip()
+    assert set(shares) <= {t.grade_id for t in notebook.tasks(nb)}, shares
+    assert shares and all(0 <= share < 1 for share in shares.values()), shares
+    edited = half_right(source)
+    changed = [i for i, (a, b) in enumerate(zip(nb.cells, edited.cells)) if a.source != b.source]
+    assert changed == [notebook.cells_by_grade_id(nb)[grade_id]]
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_grader_gives_solutions_full_marks_stubs_zero_and_half_right_what_the_text_says(source, tmp_path):
     folder = tmp_path / "submissions"
     folder.mkdir()
-    solved, blank = folder / "solved.ipynb", folder / "blank.ipynb"
+    solved, blank, half = folder / "solved.ipynb", folder / "blank.ipynb", folder / "half_right.ipynb"
     solved.write_bytes(source.read_bytes())
     blank.write_bytes((REPO / "exercises" / source.name).read_bytes())
-    results = {r["name"]: r for r in grade_many(source, [solved, blank], tmp_path / "out", jobs=2,
+    nbformat.write(half_right(source), str(half))
+    results = {r["name"]: r for r in grade_many(source, [solved, blank, half], tmp_path / "out", jobs=2,
                                                 progress_bar=False)}
     full = results["solved"]
     failed = [(t["name"], t["output"]) for t in full["tests"] if t["score"] < t["max_score"]]
@@ -44,3 +182,11 @@ def test_grader_gives_solutions_full_marks_and_stubs_zero(source, tmp_path):
     zero = results["blank"]
     assert zero["score"] == 0 and zero["output"] == "the notebook ran to the end", zero["output"]
     assert all(t["output"] != "passed" for t in zero["tests"])
+
+    partly = results["half_right"]
+    assert partly["output"] == "the notebook ran to the end", partly["output"]
+    shares = HALF_RIGHT[source.stem][2]
+    got = {t["grade_id"]: t["score"] for t in partly["tests"]}
+    want = {t["grade_id"]: t["max_score"] * shares.get(t["grade_id"], 1) for t in partly["tests"]}
+    outputs = {t["grade_id"]: t["output"] for t in partly["tests"] if got[t["grade_id"]] != want[t["grade_id"]]}
+    assert got == pytest.approx(want), outputs

@@ -10,6 +10,25 @@ import traceback
 from mlc_lab.meta_schedule.runner import Reference, _Channel, measure
 
 
+NO_ANSWER = object()
+
+
+def answer(message, references: dict):
+    """The answer to one message (NO_ANSWER for "forget"); ``references`` is the worker's state."""
+    if message[0] == "reference":
+        _, key, workload = message
+        try:
+            references[key] = Reference.of(workload.mod, workload.func_name, workload.seed)
+            return None
+        except Exception as err:
+            return "".join(traceback.format_exception_only(type(err), err)).strip()
+    if message[0] == "forget":
+        references.pop(message[1], None)
+        return NO_ANSWER
+    _, key, job = message
+    return measure(references[key], *job)
+
+
 def main(read_fd: int, write_fd: int) -> None:
     channel = _Channel(read_fd, write_fd)
     channel.send("ready")
@@ -19,19 +38,9 @@ def main(read_fd: int, write_fd: int) -> None:
             message = channel.recv()
         except EOFError:
             return
-        if message[0] == "reference":
-            _, key, workload = message
-            try:
-                references[key] = Reference.of(workload.mod, workload.func_name,
-                                                        workload.seed)
-                channel.send(None)
-            except Exception as err:
-                channel.send("".join(traceback.format_exception_only(type(err), err)).strip())
-        elif message[0] == "forget":
-            references.pop(message[1], None)
-        else:
-            _, key, job = message
-            channel.send(measure(references[key], *job))
+        reply = answer(message, references)
+        if reply is not NO_ANSWER:
+            channel.send(reply)
 
 
 if __name__ == "__main__":
