@@ -1,7 +1,8 @@
 """Chapters as a learner sees them in a real JupyterLab: a JupyterLab server from this
 virtualenv (no network, its own settings, workspaces and kernelspec in tmp folders) serves a
 copy of chapters/; headless Chromium opens a chapter in JupyterLab's light or dark theme, runs
-all its cells, and checks that no cell failed, that no output scrolls sideways, that (chapter 02)
+all its cells, and checks that no cell failed, that no output scrolls sideways, that IR diff lines
+keep their columns (code right of its +/- marker), that (chapter 02)
 the schedule stepper is a live widget whose "next" button moves it on a step, and that (chapters
 03 and 07) the graphs are drawn and fusion leaves fewer calls in the "after" panel of a diff.
 Every chapter runs in the light theme; the chapters with widgets or pictures in the dark one too.
@@ -226,6 +227,14 @@ def check_stepper(page, shots: Path, name: str) -> None:
     widget.screenshot(path=shots / f"{name}-stepper-step2.png")
 
 
+# In the open notebook: diff lines whose code overlaps their +/- marker (JupyterLab's sanitizer
+# dropping what lays the columns out would do that).
+OVERLAPPING_DIFF_LINES = """() => Array.from(jupyterapp.shell.currentWidget.node.querySelectorAll(".mlc-uline, .mlc-side"))
+    .map(row => [row.querySelector(":scope > .mlc-mark"), row.querySelector(":scope > .mlc-code")])
+    .filter(([mark, code]) => mark && code && mark.getBoundingClientRect().width > 0
+            && code.getBoundingClientRect().left < mark.getBoundingClientRect().right - 1)
+    .map(([mark, code]) => code.textContent.slice(0, 80))"""
+
 # The calls of every drawn graph, and of each panel of every graph diff (before, after).
 GRAPHS = """() => {
     const node = jupyterapp.shell.currentWidget.node;
@@ -280,6 +289,8 @@ def test_chapter_runs_cleanly_in_jupyterlab(lab, page, tmp_path, notebook, theme
         assert outputs > 0, f"{notebook}: no outputs shown, so nothing was checked"
         overflowing = page.evaluate(OVERFLOWING)
         assert not overflowing, f"{notebook} ({theme}): outputs scroll sideways: {overflowing}"
+        overlapping = page.evaluate(OVERLAPPING_DIFF_LINES)
+        assert not overlapping, f"{notebook} ({theme}): diff lines overlap their markers: {overlapping[:5]}"
         if notebook.startswith("02"):
             check_stepper(page, tmp_path, name)
         if notebook[:2] in ("03", "07"):

@@ -28,6 +28,9 @@ LAYOUTS = ("auto", "split", "unified")
 WRAP_AT = 100                     # a longer line wraps in the split layout rather than ruling it out
 MIN_FOLD = 2                      # folding fewer unchanged lines than this hides nothing worth hiding
 FIT_WIDTHS = range(40, 241, 10)   # container widths (ch) from which the split layout may show
+# Per-diff sizes go in classes, not inline custom properties, which JupyterLab's HTML sanitizer drops:
+NUMBER_WIDTHS = 7                 # line numbers up to 10**7 get their own column width (.mlc-nw-N)
+INDENTS = 64                      # wrapped lines continue right of indents up to this (.mlc-ind-K)
 OPEN_LINES = 150                  # a pipeline view opens sections while their shown lines fit this
 
 CSS = """
@@ -52,9 +55,9 @@ CSS = """
 .mlc-view .mlc-side, .mlc-view .mlc-uline {
   display: grid; min-width: 0; min-height: calc(var(--mlc-lh) * 1em);
 }
-.mlc-view .mlc-side { grid-template-columns: var(--mlc-no-w) 2ch minmax(0, 1fr); }
+.mlc-view .mlc-side { grid-template-columns: var(--mlc-no-w, 4ch) 2ch minmax(0, 1fr); }
 .mlc-view .mlc-side + .mlc-side { border-left: 1px solid var(--mlc-border); }
-.mlc-view .mlc-uline { grid-template-columns: var(--mlc-no-w) var(--mlc-no-w) 2ch minmax(0, 1fr); }
+.mlc-view .mlc-uline { grid-template-columns: var(--mlc-no-w, 4ch) var(--mlc-no-w, 4ch) 2ch minmax(0, 1fr); }
 .mlc-view .mlc-colhead {
   font-family: var(--mlc-ui-font); font-size: 0.9em; color: var(--mlc-muted);
   border-bottom: 1px solid var(--mlc-border);
@@ -87,7 +90,9 @@ CSS = """
 @media (forced-colors: active) {
   .mlc-view .mlc-del, .mlc-view .mlc-add { outline: 1px solid CanvasText; outline-offset: -1px; }
 }
-""" + "".join(f"""@container (min-width: {width}ch) {{
+""" + "".join(f".mlc-view .mlc-nw-{n} {{ --mlc-no-w: {n}ch; }}\n" for n in range(2, NUMBER_WIDTHS + 2)) \
+  + "".join(f".mlc-view .mlc-ind-{k} {{ --mlc-indent: {k}ch; }}\n" for k in range(1, INDENTS + 1)) \
+  + "".join(f"""@container (min-width: {width}ch) {{
   .mlc-view .mlc-fit-{width} > .mlc-split {{ display: block; }}
   .mlc-view .mlc-fit-{width} > .mlc-unified {{ display: none; }}
 }}
@@ -189,7 +194,7 @@ class IRDiff:
             width = self._fit_width(digits)
             parts.append(f'<div class="mlc-fit mlc-fit-{width}">{self._unified(segments)}'
                          f"{self._split(segments, hidden=True)}</div>")
-        return f'<div class="mlc-diff" style="--mlc-no-w: {digits + 1}ch">{"".join(parts)}</div>'
+        return f'<div class="mlc-diff mlc-nw-{min(digits + 1, NUMBER_WIDTHS + 1)}">{"".join(parts)}</div>'
 
     # -- layout -------------------------------------------------------------------------------
     def _segments(self) -> list:
@@ -253,9 +258,8 @@ _DEL, _ADD = " mlc-del", " mlc-add"   # the class a changed line adds to its row
 
 
 def _code(text: str) -> str:
-    indent = len(text) - len(text.lstrip(" "))
-    style = f' style="--mlc-indent: {indent}ch"' if indent else ""
-    return f'<pre class="mlc-code"{style}>{H.highlight(text)}</pre>'
+    indent = min(len(text) - len(text.lstrip(" ")), INDENTS)
+    return f'<pre class="mlc-code{f" mlc-ind-{indent}" if indent else ""}">{H.highlight(text)}</pre>'
 
 
 def _uline(old_no, new_no, mark: str, text: str, kind: str) -> str:
