@@ -30,8 +30,9 @@ if [ ${{#notebooks[@]}} -ne 1 ]; then
         "${{#notebooks[@]}}" > /autograder/results/results.json
     exit 0
 fi
-cp "${{notebooks[0]}}" /tmp/submission.ipynb
-/opt/mlc-lab/bin/mlc-lab grade /autograder/source/homework/{source} /tmp/submission.ipynb --out /tmp/mlc-lab-out \\
+mkdir -p /tmp/mlc-lab-submission && cp "${{notebooks[0]}}" /tmp/mlc-lab-submission/submission.ipynb
+/opt/mlc-lab/bin/mlc-lab grade /autograder/source/homework/{source} /tmp/mlc-lab-submission/submission.ipynb \\
+    --out /tmp/mlc-lab-out \\
     --jobs 1 --quiet --timeout {timeout}
 cp /tmp/mlc-lab-out/submission/results.json /autograder/results/results.json
 """

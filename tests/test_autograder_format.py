@@ -161,3 +161,20 @@ def test_check_messages_locate_without_showing_expected_values():
     with pytest.raises(checks.GradingFailure, match="below the 1x"):
         checks.by_ratio(0.5, full=2.0, partial=1.0)
     assert checks.loops(func, "C") == [(8, "serial"), (8, "serial")]
+
+
+def test_gradescope_run_script_writes_results_where_gradescope_reads_them(tmp_path):
+    """run_autograder from the zip, its /autograder paths moved under tmp_path and mlc-lab run
+    from this environment: one submitted notebook in, results.json out."""
+    from autograder.gradescope import RUN
+    root = tmp_path / "autograder"
+    (root / "source" / "homework").mkdir(parents=True)
+    (root / "submission").mkdir()
+    hw.write(hw.source(), root / "source" / "homework" / "hw.ipynb")
+    hw.write(hw.student(blank=("t4",)), root / "submission" / "mine.ipynb")
+    script = RUN.format(source="hw.ipynb", timeout=300).replace("/tmp/", f"{tmp_path}/").replace(
+        "/autograder", str(root)).replace("/opt/mlc-lab/bin/mlc-lab", f"{sys.executable} -m autograder.cli")
+    run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = json.loads((root / "results" / "results.json").read_text())
+    assert result["score"] == hw.MAX_SCORE - 1 and len(result["tests"]) == 4
