@@ -50,7 +50,7 @@ def grade_one(source: bytes, submission: bytes, name: str, limits: dict | None =
                 crash = f"grading took longer than {budget:g} s and was stopped"
                 _kill_group(proc)
                 proc.wait()
-        worker_log = log_path.read_text(errors="replace")[-3000:]
+        worker_log = log_path.read_text(errors="replace")[-20000:]
         records = _read_progress(progress)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 RESULTS, FEEDBACK, GRADES = "results.json", "feedback.html", "grades.csv"
+GRADER_LOG = "grader.log"   # the worker's output (tracebacks of tests that could not run): for instructors
 
 
 def results(name: str, tasks: list, records: list, crash: str, seconds: float, worker_log: str = "") -> dict:
@@ -31,7 +32,7 @@ def results(name: str, tasks: list, records: list, crash: str, seconds: float, w
     return {"name": name, "score": round(sum(t["score"] for t in tests), 4),
             "max_score": sum(task.points for task in tasks), "execution_time": round(seconds, 2),
             "output": "; ".join(notes) or "the notebook ran to the end",
-            "tests": tests, "worker_log": worker_log if crash else ""}
+            "tests": tests, "worker_log": worker_log}
 
 
 def gradescope(result: dict) -> dict:
@@ -47,6 +48,8 @@ def write_submission(folder: Path, result: dict, tasks) -> None:
     (folder / RESULTS).write_text(json.dumps({**gradescope(result), "name": result["name"]}, indent=1),
                                   encoding="utf-8")
     (folder / FEEDBACK).write_text(feedback_html(result), encoding="utf-8")
+    if result.get("worker_log"):
+        (folder / GRADER_LOG).write_text(result["worker_log"], encoding="utf-8")
 
 
 def feedback_html(result: dict) -> str:
