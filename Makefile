@@ -12,7 +12,7 @@ ROOT_FLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
 #   make lab LAB_ARGS="--no-browser --port 8888 --ip 0.0.0.0"
 LAB_ARGS ?=
 
-NOTEBOOKS = $(sort $(shell find chapters exercises -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null))
+NOTEBOOKS = $(sort $(shell find chapters exercises demos -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' 2>/dev/null))
 # Stdlib only, so it runs (as git's filter too) without importing mlc_lab or installing anything.
 STRIP_NOTEBOOKS = mlc_lab/testing/strip_notebooks.py
 

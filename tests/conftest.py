@@ -6,8 +6,9 @@ import pytest
 
 from browser import chromium, page  # noqa: F401  (fixtures, defined once for the whole session)
 
-# Set before anything imports matplotlib; notebook kernels started by the tests inherit it.
+# Set before anything imports matplotlib; notebook kernels started by the tests inherit them.
 os.environ["MPLBACKEND"] = "Agg"
+os.environ["MLC_LAB_DEMO_QUICK"] = "1"   # demos/ notebooks: short tuning settings
 
 
 @functools.cache

@@ -5,7 +5,8 @@ all its cells, and checks that no cell failed, that no output scrolls sideways, 
 keep their columns (code right of its +/- marker), that (chapter 02)
 the schedule stepper is a live widget whose "next" button moves it on a step, and that (chapters
 03 and 07) the graphs are drawn and fusion leaves fewer calls in the "after" panel of a diff.
-Every chapter runs in the light theme; the chapters with widgets or pictures in the dark one too.
+Every chapter and classroom demo runs in the light theme; the chapters with widgets or pictures in
+the dark one too.
 Screenshots land in pytest's tmp_path, whose path the test prints (see it with ``-s``)."""
 import json
 import os
@@ -257,19 +258,26 @@ def check_graphs(page, shots: Path, name: str) -> None:
     diff.screenshot(path=shots / f"{name}-graph-diff.png")
 
 
-CHAPTERS = sorted(path.name for path in (REPO / "chapters").glob("*.ipynb"))
+CHAPTERS = sorted(f"chapters/{path.name}" for path in (REPO / "chapters").glob("*.ipynb"))
+DEMOS = sorted(f"demos/{path.name}" for path in (REPO / "demos").glob("*.ipynb"))
 DARK = {"02", "03", "06", "07"}       # the stepper, graphs, GPU pictures and pass pipeline
-CASES = [(notebook, "light") for notebook in CHAPTERS] + [
-    (notebook, "dark") for notebook in CHAPTERS if notebook[:2] in DARK]
+CASES = [(notebook, "light") for notebook in CHAPTERS + DEMOS] + [
+    (notebook, "dark") for notebook in CHAPTERS if Path(notebook).name[:2] in DARK]
 
 
-@pytest.mark.parametrize("notebook,theme", CASES, ids=[f"{n[:2]}-{t}" for n, t in CASES])
-def test_chapter_runs_cleanly_in_jupyterlab(lab, page, tmp_path, notebook, theme):
-    # A fresh copy of chapters/ for each case, so each gets a new kernel and untouched notebooks.
-    folder = f"{notebook[:2]}-{theme}"
-    shutil.copytree(REPO / "chapters", lab.root / folder)
+def case_name(notebook: str, theme: str) -> str:
+    stem = Path(notebook).stem
+    return f"{stem[:2] if notebook.startswith('chapters/') else stem}-{theme}"
+
+
+@pytest.mark.parametrize("relative,theme", CASES, ids=[case_name(n, t) for n, t in CASES])
+def test_chapter_runs_cleanly_in_jupyterlab(lab, page, tmp_path, relative, theme):
+    # A fresh copy of the notebook's folder for each case: a new kernel, untouched notebooks.
+    source, name = REPO / relative, case_name(relative, theme)
+    notebook, chapter = source.name, source.name[:2] if relative.startswith("chapters/") else ""
+    folder = name
+    shutil.copytree(source.parent, lab.root / folder)
     lab.set_theme(theme)
-    name = f"{notebook[:2]}-{theme}"
     print(f"\nJupyterLab screenshots of {notebook} ({theme}): {tmp_path}")
     try:
         open_notebook(page, lab, folder, f"{folder}/{notebook}")
@@ -282,7 +290,7 @@ def test_chapter_runs_cleanly_in_jupyterlab(lab, page, tmp_path, notebook, theme
         unrun = [index for index, prompt in enumerate(prompts) if not re.fullmatch(r"\[\d+\]:", prompt)]
         assert not unrun, f"{notebook}: code cells {unrun} have no execution count: {prompts}"
         expected = sum(cell["cell_type"] == "code" for cell in
-                       json.loads((REPO / "chapters" / notebook).read_text(encoding="utf-8"))["cells"])
+                       json.loads(source.read_text(encoding="utf-8"))["cells"])
         assert len(prompts) == expected, f"{notebook}: {len(prompts)} code cells shown, {expected} in the file"
 
         outputs = page.evaluate("() => jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-OutputArea-output').length")
@@ -291,9 +299,9 @@ def test_chapter_runs_cleanly_in_jupyterlab(lab, page, tmp_path, notebook, theme
         assert not overflowing, f"{notebook} ({theme}): outputs scroll sideways: {overflowing}"
         overlapping = page.evaluate(OVERLAPPING_DIFF_LINES)
         assert not overlapping, f"{notebook} ({theme}): diff lines overlap their markers: {overlapping[:5]}"
-        if notebook.startswith("02"):
+        if chapter == "02":
             check_stepper(page, tmp_path, name)
-        if notebook[:2] in ("03", "07"):
+        if chapter in ("03", "07"):
             check_graphs(page, tmp_path, name)
     except BaseException:
         page.screenshot(path=tmp_path / f"{name}-failure.png")

@@ -21,7 +21,8 @@ from mlc_lab.testing.strip_notebooks import cells_with_outputs, strip, strip_tex
 
 REPO = Path(__file__).resolve().parents[1]
 # The homework runs as its instructor source; a student version stops at its first stub, by design.
-NOTEBOOKS = sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("exercises/instructor/*.ipynb"))
+NOTEBOOKS = (sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("exercises/instructor/*.ipynb"))
+             + sorted(REPO.glob("demos/*.ipynb")))
 CELL_TIMEOUT_S = 300
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
