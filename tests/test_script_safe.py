@@ -37,6 +37,7 @@ def test_relax_module_parses_in_safe_mode():
     ("T.np.load", "'T.np' is not allowed in safe mode"),
     ("A.__class__", "'A.__class__' is not allowed in safe mode"),
     ("T.float32(0).__reduce__()", "is not allowed in safe mode"),
+    ("T.float32(len(T.Buffer.__mro__))", "is not allowed in safe mode"),
 ])
 def test_ways_out_are_refused(escape, culprit):
     text = PROGRAM.replace("VALUE", escape)
@@ -50,3 +51,15 @@ def test_normal_mode_is_unchanged_after_a_safe_parse():
     with pytest.raises(ScriptError):
         from_source(PROGRAM.replace("VALUE", "open"), safe=True)
     from_source(PROGRAM.replace("VALUE", "T.float32(abs(-1))"))
+
+
+def test_foreign_objects_inside_ir_are_out_of_reach():
+    """A constant's numpy array (whose ``tofile`` would write a file) is not IR: refused."""
+    text = """
+@R.function
+def main(x: R.Tensor((1,), "float32")) -> R.Tensor((1,), "float32"):
+    y = R.add(x, R.const([1.0], "float32").data.tofile("/tmp/mlc-lab-safe-mode-test"))
+    return y
+"""
+    with pytest.raises(ScriptError, match=r"is not allowed in safe mode \(it is a ndarray, not IR\)"):
+        from_source(text, safe=True)

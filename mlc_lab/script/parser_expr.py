@@ -53,17 +53,33 @@ SAFE = contextvars.ContextVar("mlc_lab_script_safe", default=False)
 def safe_getattr(parser, owner, node: ast.Attribute):
     """``getattr(owner, node.attr)``, refused in safe mode where it could leave the IR world."""
     if SAFE.get():
-        script_module = isinstance(owner, (types.ModuleType, types.SimpleNamespace))
         if node.attr.startswith("_") or (isinstance(owner, types.ModuleType) and
                                          node.attr not in getattr(owner, "__all__", ())):
             raise parser.error(node, f"'{ast.unparse(node)}' is not allowed in safe mode (only the "
                                      "public T., I. and R. functions and IR attributes are)")
         value = getattr(owner, node.attr)
-        if isinstance(value, types.ModuleType) or (script_module and isinstance(value, type)
-                                                   and not value.__module__.startswith("mlc_lab.")):
-            raise parser.error(node, f"'{ast.unparse(node)}' is not allowed in safe mode")
+        if not _safe_value(value):
+            raise parser.error(node, f"'{ast.unparse(node)}' is not allowed in safe mode (it is "
+                                     f"a {type(value).__name__}, not IR)")
         return value
     return getattr(owner, node.attr)
+
+
+def _ours(obj) -> bool:
+    return getattr(obj, "__module__", None) is not None and str(obj.__module__).startswith("mlc_lab.")
+
+
+def _safe_value(value) -> bool:
+    """What safe mode lets an attribute give: plain values, IR objects, mlc_lab's own classes and
+    functions, and methods of IR objects; not a module, nor a foreign object such as the numpy
+    array inside a constant (whose ``tofile`` writes files)."""
+    if value is None or type(value) in (int, float, bool, str, tuple, list, dict):
+        return True
+    if isinstance(value, types.MethodType):
+        return _ours(type(value.__self__))
+    if isinstance(value, (type, types.FunctionType)):
+        return _ours(value)
+    return _ours(type(value)) and not isinstance(value, types.ModuleType)
 
 
 @dataclass
