@@ -49,7 +49,7 @@ def test_notebook_shows_two_pictures_and_a_profile_table(executed):
         pictures = [out for out in executed.cells[index].outputs if "image/png" in out.get("data", {})]
         assert len(pictures) == 1, f"cell {index}: {len(pictures)} pictures"
     [profile] = [out for out in executed.cells[PROFILE_CELL].outputs if out.output_type == "execute_result"]
-    assert "<table>" in profile.data["text/html"] and "A_shared" in profile.data["text/plain"]
+    assert "<table class='mlc-counters'>" in profile.data["text/html"] and "A_shared" in profile.data["text/plain"]
     errors = [out for cell in executed.cells for out in cell.outputs
               if out.output_type == "error" or out.get("name") == "stderr"]
     assert not errors, errors

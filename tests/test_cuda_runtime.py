@@ -106,7 +106,7 @@ def test_profile_reports_counters_and_estimate():
     profile = mlc_lab.build(gs.matmul_shared(128).mod, target="cuda-sim").profile(*arrays)
     text = str(profile)
     assert text.startswith("main_kernel0") and "estimated" in text and "A_shared" in text
-    assert "<table>" in profile._repr_html_()
+    assert "<table class='mlc-counters'>" in profile._repr_html_()
 
 
 def test_who_wrote_names_each_elements_block_and_thread():

@@ -79,6 +79,8 @@ def _safe_value(value) -> bool:
         return _ours(type(value.__self__))
     if isinstance(value, (type, types.FunctionType)):
         return _ours(value)
+    if type(value) is types.SimpleNamespace:      # a namespace of script functions, such as R.nn
+        return all(_safe_value(v) for v in vars(value).values())
     return _ours(type(value)) and not isinstance(value, types.ModuleType)
 
 
