@@ -53,21 +53,31 @@ class KernelGone(Exception):
     """The student's kernel died or stopped answering."""
 
 
+NOBODY = 65534    # owns what the kernel may read but not change: the sandbox and its requests folder
+
+
 class RemoteSubmission(Submission):
     """The student's values, asked of their kernel: a request folder in the sandbox, a line of
-    code the kernel runs to answer it (``submission.serve``), the answer read back as data."""
+    code the kernel runs to answer it (``submission.serve``), the answer read back as data.
 
-    def __init__(self, client, sandbox: Path, uid):
-        self.client, self.sandbox, self.uid = client, sandbox, uid
+    Request folders sit in a folder the kernel cannot change (owned by NOBODY), and each is
+    NOBODY's while the grader writes the request, then handed to the kernel's user (``owner``)
+    for the answer: student code cannot swap a folder or a request file for a symlink."""
+
+    def __init__(self, client, requests: Path, owner):
+        self.client, self.requests, self.owner = client, requests, owner
         self.fetched_ir: list = []
 
     def scratch(self) -> str:
-        return str(self.sandbox)
+        return str(self.requests)
+
+    def prepare(self, folder: Path) -> None:
+        if self.owner is not None:
+            os.chown(folder, NOBODY, NOBODY)
 
     def fetch(self, folder: Path) -> None:
-        if self.uid is not None:
-            for path in [folder, *folder.iterdir()]:
-                os.chown(path, self.uid, self.uid)
+        if self.owner is not None:
+            os.chown(folder, self.owner, self.owner)
         code = f"__import__('importlib').import_module('autograder.submission').serve({str(folder)!r})"
         cell = {"cell_type": "code", "source": code, "metadata": {}, "outputs": [], "execution_count": None,
                 "id": "autograder-request"}
@@ -155,7 +165,7 @@ def grade(source_path: Path, submission_path: Path, limits: Limits, progress: Pa
     sandbox, workdir, uid, policy = _prepare_sandbox(limits, hide)
     km, specs = _kernel_manager(workdir, policy, use_ipc=bool(policy["isolate_network"]))
     client = _limited_client(student, km, limits)
-    sub = RemoteSubmission(client, workdir, uid)
+    sub = RemoteSubmission(client, sandbox / "requests", _request_owner(uid, limits))
     namespace = _setup_namespace(source)
     graded, notes, failed_cells = set(), [], []
     deadline = time.monotonic() + limits.notebook_timeout
@@ -208,12 +218,15 @@ def _prepare_sandbox(limits: Limits, hide) -> tuple:
     root = hasattr(os, "geteuid") and os.geteuid() == 0
     sandboxes = private_folder("mlc-lab-sandboxes", 0o711)
     sandbox = Path(tempfile.mkdtemp(dir=sandboxes))
-    workdir = sandbox / "work"
+    workdir, requests = sandbox / "work", sandbox / "requests"
     workdir.mkdir()
+    requests.mkdir()
     uid = None
     if root and not limits.same_user:
+        for folder in (sandbox, requests):
+            os.chown(folder, NOBODY, NOBODY)
+            os.chmod(folder, 0o711)
         uid = 50000 + (os.getpid() % 10000)
-        os.chmod(sandbox, 0o711)
         os.chown(workdir, uid, uid)
         if not _can_run_as(uid, workdir):
             os.chown(workdir, 0, 0)
@@ -222,9 +235,18 @@ def _prepare_sandbox(limits: Limits, hide) -> tuple:
             if not _contains(h, sys.prefix) and not _contains(h, sys.base_prefix)]
     policy = {"cpu_seconds": limits.cpu_seconds, "memory_bytes": limits.memory_bytes,
               "max_processes": limits.max_processes, "max_file_bytes": limits.max_file_bytes,
-              "uid": uid, "hide": hide, "keep": str(workdir), "drop_root": root and not limits.same_user,
+              "uid": uid, "hide": hide, "keep": str(sandbox), "drop_root": root and not limits.same_user,
               "isolate_network": limits.isolate_network and root, "workdir": str(workdir)}
     return sandbox, workdir, uid, policy
+
+
+def _request_owner(uid, limits: Limits):
+    """The user the kernel runs as, who answers in a request folder; None when nothing changes
+    hands (the grader is not root, or runs the kernel as itself)."""
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if not root or limits.same_user:
+        return None
+    return uid if uid is not None else 0
 
 
 def private_folder(name: str, mode: int) -> Path:

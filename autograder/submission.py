@@ -54,6 +54,7 @@ class Submission:
     def _fetch(self, request: dict, args: tuple):
         folder = Path(tempfile.mkdtemp(prefix="mlc-lab-request-", dir=self.scratch()))
         try:
+            self.prepare(folder)
             if args:
                 artifacts.write(tuple(args), folder, "args")
             (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
@@ -74,6 +75,9 @@ class Submission:
 
     def scratch(self) -> str | None:
         return None
+
+    def prepare(self, folder: Path) -> None:
+        """Called on a new request folder before anything is written into it."""
 
     def fetch(self, folder: Path) -> None:
         raise NotImplementedError
