@@ -149,13 +149,15 @@ def model_numerics(mod, reference, shapes: list, *, target: str = "llvm", dtype:
 
 
 # -- structure ------------------------------------------------------------------------------------
-def same_structure(func, expected, what: str = "the transformed program") -> None:
-    """``func`` is structurally equal to ``expected`` (names of loops and variables may differ)."""
+def same_structure(func, expected, what: str = "the transformed program",
+                   differs: str = "is not the target form") -> None:
+    """``func`` is structurally equal to ``expected`` (names of loops and variables may differ);
+    the failure says "WHAT DIFFERS: where"."""
     from mlc_lab.ir import assert_structural_equal
     try:
         assert_structural_equal(func, expected, map_free_vars=True)
     except ValueError as exc:
-        fail(f"{what} is not the target form: {_first_line(exc)}")
+        fail(f"{what} {differs}: {_first_line(exc)}")
 
 
 def loops(func, block: str, *, func_name: str | None = None) -> list:
@@ -187,7 +189,8 @@ def replays(schedule, original) -> object:
         trace.apply_to_schedule(sch, remove_postproc=False)
     except Exception as exc:
         fail(f"the schedule's trace does not replay on the original program: {_first_line(exc)}")
-    same_structure(schedule.mod, sch.mod, "the module handed in with the schedule")
+    same_structure(schedule.mod, sch.mod, "the module handed in with the schedule",
+                   "is not what its trace produces (was it edited after scheduling?)")
     return sch.mod
 
 
