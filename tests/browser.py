@@ -64,6 +64,15 @@ def show(page, html: str, path: Path) -> None:
     page.goto(path.as_uri())
 
 
+def show_notebook(page, nb, theme: str, path: Path) -> None:
+    """Export executed notebook ``nb`` as JupyterLab's HTML in ``theme`` ("light" or "dark"),
+    open it (``show``), and check that the page took that theme."""
+    from nbconvert import HTMLExporter
+    html, _ = HTMLExporter(template_name="lab", theme=theme).from_notebook_node(nb)
+    show(page, html, path)
+    assert page.locator("body").get_attribute("data-jp-theme-light") == str(theme == "light").lower()
+
+
 def snapshot(locator, path: Path) -> np.ndarray:
     """Screenshot one element, keep it at ``path`` for a person to look at, and return its
     pixels as an RGB array (height, width, 3) of 0..255."""

@@ -4,9 +4,8 @@ one warp's global and shared accesses, and shows ``lib.profile(...)``; its HTML 
 headless Chromium, must show both pictures big and readable and the profile table with legible
 text, in JupyterLab's light and dark themes. Screenshots land in pytest's tmp_path."""
 import pytest
-from nbconvert import HTMLExporter
 
-from browser import COLOURS, assert_readable, contrast_ratio, run_cells, show, snapshot
+from browser import COLOURS, assert_readable, contrast_ratio, run_cells, show_notebook, snapshot
 from test_notebooks import kernel_config  # noqa: F401  (a fixture)
 
 # The kernel inherits MPLBACKEND=Agg from conftest; a learner's Jupyter shows figures inline.
@@ -57,9 +56,7 @@ def test_notebook_shows_two_pictures_and_a_profile_table(executed):
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_gpu_pictures_and_profile_are_readable_in_chromium(executed, page, theme, tmp_path):  # noqa: F811
-    html, _ = HTMLExporter(template_name="lab", theme=theme).from_notebook_node(executed)
-    show(page, html, tmp_path / f"gpu-{theme}.html")
-    assert page.locator("body").get_attribute("data-jp-theme-light") == str(theme == "light").lower()
+    show_notebook(page, executed, theme, tmp_path / f"gpu-{theme}.html")
 
     pictures = page.locator(".jp-RenderedImage img")
     assert pictures.count() == 2, f"{pictures.count()} pictures"

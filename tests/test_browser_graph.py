@@ -7,9 +7,8 @@ pytest's tmp_path. The built-in layout is drawn (engine="python"): Graphviz's ou
 in test_viz_graph."""
 import numpy as np
 import pytest
-from nbconvert import HTMLExporter
 
-from browser import assert_readable, run_cells, show, snapshot
+from browser import assert_readable, run_cells, show_notebook, snapshot
 from test_notebooks import kernel_config  # noqa: F401  (a fixture)
 
 from mlc_lab import relax
@@ -105,9 +104,7 @@ def check_readable(measured: dict, what: str) -> None:
 
 def open_export(page, executed, theme: str, tmp_path, width: int):
     page.set_viewport_size({"width": width, "height": 900})
-    html, _ = HTMLExporter(template_name="lab", theme=theme).from_notebook_node(executed)
-    show(page, html, tmp_path / f"graph-{theme}-{width}.html")
-    assert page.locator("body").get_attribute("data-jp-theme-light") == str(theme == "light").lower()
+    show_notebook(page, executed, theme, tmp_path / f"graph-{theme}-{width}.html")
     return page.locator(".jp-OutputArea-output:has(svg.mlc-graph)")
 
 

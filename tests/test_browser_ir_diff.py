@@ -9,9 +9,8 @@ lines under forced colours (Windows high contrast). Screenshots land in pytest's
 from pathlib import Path
 
 import pytest
-from nbconvert import HTMLExporter
 
-from browser import run_cells, show, snapshot
+from browser import run_cells, show_notebook, snapshot
 from browser import contrast_ratio
 from test_notebooks import kernel_config  # noqa: F401  (a fixture)
 
@@ -136,9 +135,7 @@ def assert_fits(page, what: str) -> None:
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_diffs_fit_and_changed_lines_are_readable_in_chromium(executed, page, theme, tmp_path):  # noqa: F811
-    html, _ = HTMLExporter(template_name="lab", theme=theme).from_notebook_node(executed)
-    show(page, html, tmp_path / f"ir-diff-{theme}.html")
-    assert page.locator("body").get_attribute("data-jp-theme-light") == str(theme == "light").lower()
+    show_notebook(page, executed, theme, tmp_path / f"ir-diff-{theme}.html")
     outputs = page.locator(".jp-OutputArea-output:has(.mlc-view)")
     step, long_lines, pipeline = (outputs.nth(i) for i in range(3))
 

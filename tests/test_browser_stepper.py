@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from nbconvert import HTMLExporter
 
-from browser import assert_readable, run_cells, show, snapshot
+from browser import assert_readable, run_cells, show, show_notebook, snapshot
 from browser import COLOURS, contrast_ratio
 from test_notebooks import kernel_config  # noqa: F401  (a fixture)
 
@@ -61,9 +61,7 @@ def assert_text_contrast(locator, what: str) -> None:
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_stepper_and_pictures_are_readable_in_chromium(executed, page, theme, tmp_path):  # noqa: F811
-    html, _ = HTMLExporter(template_name="lab", theme=theme).from_notebook_node(executed)
-    show(page, html, tmp_path / f"stepper-{theme}.html")
-    assert page.locator("body").get_attribute("data-jp-theme-light") == str(theme == "light").lower()
+    show_notebook(page, executed, theme, tmp_path / f"stepper-{theme}.html")
 
     stepper = page.locator(".mlc-lab-stepper")
     assert stepper.count() == 1 and stepper.is_visible()

@@ -7,9 +7,8 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from nbconvert import HTMLExporter
 
-from browser import assert_readable, show, snapshot
+from browser import assert_readable, show_notebook, snapshot
 from test_notebooks import kernel_config  # noqa: F401  (a fixture)
 
 TESTS = Path(__file__).resolve().parent
@@ -90,9 +89,7 @@ def test_live_curve_is_one_display_updated_in_place(executed):
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_tuning_pictures_are_big_and_readable_in_chromium(executed, page, theme, tmp_path):  # noqa: F811
     nb, _ = executed
-    html, _ = HTMLExporter(template_name="lab", theme=theme).from_notebook_node(nb)
-    show(page, html, tmp_path / f"tuning-{theme}.html")
-    assert page.locator("body").get_attribute("data-jp-theme-light") == str(theme == "light").lower()
+    show_notebook(page, nb, theme, tmp_path / f"tuning-{theme}.html")
 
     curve = page.locator(".jp-RenderedSVG img")   # JupyterLab, too, shows an SVG output as an <img>
     plot = page.locator(".jp-RenderedImage img")
