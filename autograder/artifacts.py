@@ -14,8 +14,10 @@ student's kernel; the reader runs in the grader and trusts nothing it reads:
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,23 +121,76 @@ def _is_json(value, depth: int = 0) -> bool:
 def read(folder: Path, stem: str = "value"):
     """The value written by ``write``, rebuilt from data alone; ArtifactError when it is not valid."""
     folder = Path(folder)
-    desc = json.loads(_read_bytes(folder / f"{stem}.json").decode("utf-8"))
+    desc = load_json(open_plain(folder / f"{stem}.json"))
     return _rebuild(desc, folder)
 
 
-def _read_bytes(path: Path) -> bytes:
+MAX_DEPTH = 32              # nor a JSON document nest deeper
+
+
+def load_json(data: bytes):
+    """JSON from bytes someone else wrote: at most MAX_BYTES, nested at most MAX_DEPTH deep (a
+    deeper document would exhaust the parser's recursion before any check could run)."""
+    if len(data) > MAX_BYTES:
+        raise ArtifactError(f"a JSON document larger than {MAX_BYTES >> 20} MiB")
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:           # a backslash: the next byte is escaped
+                escaped = True
+            elif byte == 0x22:
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    if deepest > MAX_DEPTH:
+        raise ArtifactError(f"a JSON document nested deeper than {MAX_DEPTH} levels")
     try:
-        if path.is_symlink() or not path.is_file():
-            raise ArtifactError(f"{path.name} is missing or not a plain file")
-        if os.path.getsize(path) > MAX_BYTES:
-            raise ArtifactError(f"{path.name} is larger than {MAX_BYTES >> 20} MiB")
-        return path.read_bytes()
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ArtifactError(f"malformed JSON ({type(exc).__name__})") from None
+
+
+def open_plain(path: Path, max_bytes: int = MAX_BYTES) -> bytes:
+    """The bytes of ``path``, a plain file with one link, opened without following a link at its
+    last step (the folders above it are the reader's, and no one else may change them): no
+    symlink, hard link, FIFO or device, and at most ``max_bytes``."""
+    path = Path(path)
+    try:
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as exc:
-        raise ArtifactError(f"{path.name} cannot be read: {exc.strerror}") from None
+        raise ArtifactError(f"{path.parent.name} cannot be opened: {exc.strerror}") from None
+    try:
+        fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=folder)
+    except OSError as exc:
+        why = "is a symbolic link" if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror}"
+        raise ArtifactError(f"{path.name} {why}") from None
+    finally:
+        os.close(folder)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ArtifactError(f"{path.name} is not a plain file")
+        if info.st_nlink != 1:
+            raise ArtifactError(f"{path.name} has {info.st_nlink} hard links; hand in a plain file")
+        if info.st_size > max_bytes:
+            raise ArtifactError(f"{path.name} is larger than {max_bytes >> 20} MiB")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ArtifactError(f"{path.name} is larger than {max_bytes >> 20} MiB")
+    return data
 
 
-def _safe_file(folder: Path, name) -> Path:
-    if not isinstance(name, str) or "/" in name or "\\" in name or name.startswith("."):
+def safe_path(folder: Path, name) -> Path:
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") \
+            or "\0" in name or len(name) > 200:
         raise ArtifactError(f"bad artifact file name {name!r}")
     return folder / name
 
@@ -146,7 +201,7 @@ def _constant(folder: Path, name):
     import numpy as np
     from mlc_lab.relax.expr import const
     try:
-        return const(np.load(io.BytesIO(_read_bytes(_safe_file(folder, name))), allow_pickle=False))
+        return const(np.load(io.BytesIO(open_plain(safe_path(folder, name))), allow_pickle=False))
     except ValueError as exc:
         raise ArtifactError(f"a constant cannot be read without unpickling ({exc})") from None
 
@@ -157,7 +212,7 @@ def _rebuild(desc, folder: Path, depth: int = 0):
     kind = desc.get("kind")
     if kind in ("ir", "schedule"):
         from mlc_lab.script.parser import from_source
-        text = _read_bytes(_safe_file(folder, desc.get("file"))).decode("utf-8")
+        text = open_plain(safe_path(folder, desc.get("file"))).decode("utf-8")
         files = desc.get("constants") or []
         if not isinstance(files, list) or len(files) > 4096:
             raise ArtifactError("the list of constants is malformed")
@@ -174,7 +229,7 @@ def _rebuild(desc, folder: Path, depth: int = 0):
 
         import numpy as np
         try:
-            return np.load(io.BytesIO(_read_bytes(_safe_file(folder, desc.get("file")))), allow_pickle=False)
+            return np.load(io.BytesIO(open_plain(safe_path(folder, desc.get("file")))), allow_pickle=False)
         except ValueError as exc:
             raise ArtifactError(f"the array cannot be read without unpickling ({exc})") from None
     if kind == "json":

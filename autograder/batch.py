@@ -17,17 +17,40 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import notebook, report
-from .runner import Limits, private_folder
+from . import artifacts, sandbox
+from .kernel import private_folder
+from .runner import Limits
 
 RESULTS = "results.json"
 
 
-def grade_one(source: bytes, submission: bytes, name: str, limits: dict | None = None, hide=()) -> dict:
-    """Grade one submission (notebooks as bytes) in a worker process; the Gradescope-style result.
-    Runs anywhere mlc_lab is installed (a Dask worker too): everything it needs is in its arguments."""
+class SandboxMissing(RuntimeError):
+    """Student notebooks cannot be confined here, and ``--no-sandbox`` was not given."""
+
+
+def refuse_without_sandbox(limits: Limits) -> None:
+    if limits.sandbox and sandbox.problem():
+        raise SandboxMissing(f"student notebooks cannot be sandboxed on this machine: {sandbox.problem()}. "
+                             "Grade on Linux with bubblewrap and user namespaces, or pass --no-sandbox to "
+                             "run them unconfined (only for notebooks you trust)")
+
+
+def grade_one(source: bytes, submission: bytes, name: str, limits: dict | None = None) -> dict:
+    """Grade one submission (notebooks as bytes) in a worker process; the Gradescope-style result,
+    also when grading itself fails (every task 0, with the reason). Runs anywhere mlc_lab is
+    installed (a Dask worker too): everything it needs is in its arguments."""
     limits_obj = Limits(**(limits or {}))
-    nb_source = notebook.read_bytes(source)
-    tasks = notebook.tasks(nb_source)
+    tasks = notebook.tasks(notebook.read_bytes(source))
+    start = time.monotonic()
+    try:
+        refuse_without_sandbox(limits_obj)
+        return _grade_in_worker(source, submission, name, limits_obj, tasks)
+    except Exception as exc:
+        return report.failure(name, tasks, f"grading failed: {type(exc).__name__}: {str(exc)[:500]}",
+                              time.monotonic() - start)
+
+
+def _grade_in_worker(source: bytes, submission: bytes, name: str, limits_obj: Limits, tasks: list) -> dict:
     work = Path(tempfile.mkdtemp(dir=private_folder("mlc-lab-grading", 0o700)))
     start = time.monotonic()
     try:
@@ -36,8 +59,6 @@ def grade_one(source: bytes, submission: bytes, name: str, limits: dict | None =
         progress = work / "progress.jsonl"
         command = [sys.executable, "-m", "autograder.runner", str(work / "source.ipynb"),
                    str(work / "submission.ipynb"), str(progress), "--limits", json.dumps(asdict(limits_obj))]
-        for folder in hide:
-            command += ["--hide", str(folder)]
         budget = limits_obj.notebook_timeout + 120    # the notebook's time, then the tests'
         log_path = work / "worker.log"
         with log_path.open("wb") as log:    # a file, not a pipe: nothing left running can hold it open
@@ -95,6 +116,8 @@ def grade_many(source: Path, submissions: list, out: Path, jobs: int = 2, timeou
     limits = dict(limits or {})
     if timeout is not None:
         limits["notebook_timeout"] = float(timeout)
+    if not dask_address:     # a Dask worker checks its own machine
+        refuse_without_sandbox(Limits(**limits))
     names, todo = {}, []
     for path in map(Path, submissions):
         name = submission_name(path)
@@ -103,10 +126,15 @@ def grade_many(source: Path, submissions: list, out: Path, jobs: int = 2, timeou
         names[name] = path
         if force or not (out / name / RESULTS).exists():
             todo.append((name, path))
-    hide = sorted({str(source.resolve().parent), str(out.resolve()),
-                   *(str(Path(p).resolve().parent) for p in names.values())})
     bar = _bar(len(todo), progress_bar)
     done = []
+
+    def intake(name: str, path: Path):
+        """The submission's bytes, read without following a link; a result when that fails."""
+        try:
+            return artifacts.open_plain(path), None
+        except artifacts.ArtifactError as exc:
+            return None, report.failure(name, tasks, f"the submission could not be read: {exc}", 0.0)
 
     def record(result: dict) -> None:
         report.write_submission(out / result["name"], result, tasks)
@@ -116,14 +144,25 @@ def grade_many(source: Path, submissions: list, out: Path, jobs: int = 2, timeou
     if dask_address:
         from distributed import Client, as_completed as dask_completed
         with Client(dask_address) as client:
-            futures = [client.submit(grade_one, source_bytes, path.read_bytes(), name, limits, hide, key=f"grade-{name}",
-                                     pure=False) for name, path in todo]
+            futures = []
+            for name, path in todo:
+                data, refused = intake(name, path)
+                if refused:
+                    record(refused)
+                else:
+                    futures.append(client.submit(grade_one, source_bytes, data, name, limits, key=f"grade-{name}",
+                                                 pure=False))
             for future in dask_completed(futures):
                 record(future.result())
     else:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = [pool.submit(grade_one, source_bytes, path.read_bytes(), name, limits, hide)
-                       for name, path in todo]
+            futures = []
+            for name, path in todo:
+                data, refused = intake(name, path)
+                if refused:
+                    record(refused)
+                else:
+                    futures.append(pool.submit(grade_one, source_bytes, data, name, limits))
             for future in as_completed(futures):
                 record(future.result())
     bar.close()

@@ -6,20 +6,23 @@
     checks.loops(func, block)                 the loop extents and kinds above a block
     checks.replays(schedule, original)        a schedule's trace, replayed, gives its module
     checks.speedup(func, baseline)            time both, interleaved, in this process: the ratio
-    checks.by_ratio(ratio, full, partial)     points for a speed ratio (PartialCredit below full)
+    checks.by_ratio(ratio, full, partial, points=N)   the points a speed ratio earns (a Score)
+    checks.partial(fraction, points, message) a share of a cell's points (a Score)
     checks.gpu(func, reference)               a GPU kernel on the cuda-sim simulator: results,
                                               races, global sectors, bank conflicts
 
 A failed check raises ``GradingFailure`` (an AssertionError) whose message tells the student what
-is wrong without showing expected values; ``PartialCredit(fraction, message)`` gives part of a
-task's points. Inputs are drawn fresh for every call (seeded from the OS), so an answer that
-hard-codes outputs for the inputs a student saw fails.
+is wrong without showing expected values. A test cell that gives part of its points ends with an
+expression whose value is a ``Score`` (nbgrader's convention: the number a graded cell displays
+is the points it earned; see ``autograder/scoring.py``). Nothing here writes to stderr, which
+nbgrader scores as a failure. Inputs are drawn fresh for every call (seeded from the OS), so an
+answer that hard-codes outputs for the inputs a student saw fails.
 """
 from __future__ import annotations
 
+import html
 import inspect
 import statistics
-import time
 
 import numpy as np
 
@@ -28,12 +31,30 @@ class GradingFailure(AssertionError):
     """A check that failed; its message is shown to the student."""
 
 
-class PartialCredit(Exception):
-    """Part of a task's points: ``fraction`` in [0, 1] and why not all of them."""
+class Score(float):
+    """The points a test cell earned, and in ``message`` why not all of them. It prints as the
+    bare number, which is what nbgrader parses from the cell's displayed value."""
 
-    def __init__(self, fraction: float, message: str):
-        super().__init__(message)
-        self.fraction = min(max(float(fraction), 0.0), 1.0)
+    def __new__(cls, points: float, message: str = ""):
+        score = super().__new__(cls, points)
+        score.message = message
+        return score
+
+    def __repr__(self) -> str:
+        return float.__repr__(self)
+
+    __str__ = __repr__
+
+    def _repr_html_(self):     # Jupyter shows this beside text/plain: the student sees why
+        if self.message:
+            return f"<pre>{float.__repr__(self)}</pre><p>{html.escape(self.message)}</p>"
+        return None
+
+
+def partial(fraction: float, points: float, message: str = "") -> Score:
+    """``fraction`` (clipped to [0, 1]) of a cell's ``points``, rounded so that the number shown
+    and the number graded are the same."""
+    return Score(round(min(max(float(fraction), 0.0), 1.0) * points, 4), message)
 
 
 def fail(message: str):
@@ -90,32 +111,49 @@ def numerics(func, reference, *, func_name: str | None = None, target: str = "ll
              atol: float = 1e-4, trials: int = 2, seed=None) -> None:
     """Build ``func`` for ``target`` and run it ``trials`` times on fresh random inputs: the
     parameters ``reference`` takes (numpy in, outputs out: one array or a tuple) are the inputs,
-    the rest are outputs, compared with ``np.testing`` tolerances."""
-    import mlc_lab
+    the rest are outputs, compared with ``np.testing`` tolerances. The program runs built with
+    ``-bounds-check`` (an access out of bounds fails, naming the buffer), where
+    ``autograder.executor`` runs programs: never beside the expected values in the grader."""
     func = prim_func(func, func_name)
     params = buffer_params(func)
     n_in = len(inspect.signature(reference).parameters)
     if n_in > len(params):
         fail(f"{_name(func)} takes {len(params)} buffers, the task needs at least {n_in + 1}")
-    try:
-        lib = mlc_lab.build(func, target=target)
-    except Exception as exc:
-        fail(f"{_name(func)} does not build for {target}: {_first_line(exc)}")
+    _check_sizes(func, params)
     rng = np.random.default_rng(seed)
     for _ in range(trials):
         inputs = [random_array(_static_shape(b), b.dtype, rng) for b in params[:n_in]]
-        expected = reference(*[x.copy() for x in inputs])
-        expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
         outputs = [np.zeros(_static_shape(b), b.dtype) for b in params[n_in:]]
+        ran = _execute(func, "run", (*inputs, *outputs), target=target)
+        expected = reference(*[x.copy() for x in inputs])      # only after the program ran elsewhere
+        expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
         if len(outputs) != len(expected):
             fail(f"{_name(func)} has {len(outputs)} output buffer(s) after its {n_in} input(s); "
                  f"the task wants {len(expected)}")
-        try:
-            lib(*inputs, *outputs)
-        except Exception as exc:
-            fail(f"running {_name(func)} failed: {type(exc).__name__}: {_first_line(exc)}")
-        for buf, got, want in zip(params[n_in:], outputs, expected):
+        for buf, got, want in zip(params[n_in:], ran[n_in:], expected):
             compare(got, np.asarray(want), f"output {buf.name} of {_name(func)}", rtol, atol)
+
+
+MAX_BUFFER_BYTES = 1 << 28      # no buffer of a checked program may be larger
+
+
+def _check_sizes(func, params) -> None:
+    for buf in params:
+        size = int(np.prod(_static_shape(buf), dtype=np.int64)) * np.dtype(buf.dtype).itemsize
+        if size > MAX_BUFFER_BYTES:
+            fail(f"buffer {buf.name} of {_name(func)} takes {size >> 20} MiB; checks allow "
+                 f"{MAX_BUFFER_BYTES >> 20} MiB")
+
+
+def _execute(func, op: str, *values, **params):
+    """``op`` of ``autograder.executor`` on the program ``func`` (and ``values``), wherever
+    programs run now: in the grader a sandboxed process without expected values, in a
+    notebook this one. A failure becomes a GradingFailure that names the function."""
+    from .executor import RunError, current
+    try:
+        return current()(op, func, *values, **params)
+    except RunError as exc:
+        fail(f"{_name(func) if hasattr(func, 'attr_dict') else 'the module'} {exc}")
 
 
 def compare(got, want: np.ndarray, what: str, rtol: float = 1e-4, atol: float = 1e-4) -> None:
@@ -135,16 +173,9 @@ def compare(got, want: np.ndarray, what: str, rtol: float = 1e-4, atol: float = 
 def model_numerics(mod, reference, shapes: list, *, target: str = "llvm", dtype: str = "float32",
                    rtol: float = 1e-4, atol: float = 1e-4, seed=None) -> None:
     """Build a relax module with ``relax.build`` and run ``main`` on random inputs of ``shapes``."""
-    import mlc_lab
-    from mlc_lab import relax
     rng = np.random.default_rng(seed)
     inputs = [random_array(shape, dtype, rng) for shape in shapes]
-    try:
-        vm = relax.VirtualMachine(relax.build(mod, target=target), mlc_lab.cpu())
-        got = vm["main"](*[mlc_lab.nd.array(x) for x in inputs])
-    except Exception as exc:
-        fail(f"building or running the module failed: {type(exc).__name__}: {_first_line(exc)}")
-    got = got.numpy() if hasattr(got, "numpy") else got
+    got = _execute(mod, "model", tuple(inputs), target=target)
     compare(got, np.asarray(reference(*inputs)), "the module's output", rtol, atol)
 
 
@@ -200,44 +231,28 @@ def speedup(func, baseline, *, func_name: str | None = None, target: str = "llvm
     """How many times faster ``func`` runs than ``baseline`` (both PrimFuncs of one signature),
     timed here, interleaved round by round (each round measures both, in alternating order), so
     a busy machine slows both alike: the median of the per-round ratios."""
-    import mlc_lab
     func = prim_func(func, func_name)
     baseline = prim_func(baseline)
+    params = buffer_params(baseline)
+    _check_sizes(baseline, params)
     rng = np.random.default_rng(seed)
-    args = [random_array(_static_shape(b), b.dtype, rng) for b in buffer_params(baseline)]
-    try:
-        fast = mlc_lab.build(func, target=target)
-    except Exception as exc:
-        fail(f"{_name(func)} does not build for {target}: {_first_line(exc)}")
-    slow = mlc_lab.build(baseline, target=target)
-    ratios = []
-    for r in range(rounds):
-        pair = (slow, fast) if r % 2 == 0 else (fast, slow)
-        seconds = {id(lib): _seconds(lib, args, min_seconds) for lib in pair}
-        ratios.append(seconds[id(slow)] / seconds[id(fast)])
-    return statistics.median(ratios)
+    args = tuple(random_array(_static_shape(b), b.dtype, rng) for b in params)
+    return statistics.median(_execute(func, "speed", baseline, args, target=target, rounds=rounds,
+                                      min_seconds=min_seconds))
 
 
-def _seconds(lib, args, min_seconds: float) -> float:
-    lib(*args)
-    calls, start = 0, time.perf_counter()
-    while True:
-        lib(*args)
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds:
-            return elapsed / calls
-
-
-def by_ratio(ratio: float, full: float, partial: float | None = None, what: str = "speedup") -> None:
-    """Full points from ``ratio >= full``; between ``partial`` and ``full`` a share growing
-    linearly from 0.5 to 1; below ``partial`` (or ``full`` when no partial) a failure."""
+def by_ratio(ratio: float, full: float, partial: float | None = None, what: str = "speedup", *,
+             points: float) -> Score:
+    """The Score a speed ratio earns of a cell's ``points`` (no default: a wrong one would pass
+    unnoticed): all from ``ratio >= full``; between ``partial`` and ``full`` a share growing
+    linearly from 0.5 to 1; below ``partial`` (or ``full`` when no partial) a failure. End the
+    test cell with it, so that its value is the cell's score."""
     if ratio >= full:
-        return
+        return Score(points)
     if partial is not None and ratio >= partial:
         share = 0.5 + 0.5 * (ratio - partial) / (full - partial)
-        raise PartialCredit(share, f"{what} {ratio:.2f}x: full points need {full:g}x, this earns "
-                                   f"{share:.0%}")
+        return Score(round(share * points, 4), f"{what} {ratio:.2f}x: full points need {full:g}x, "
+                                               f"this earns {share:.0%} of them")
     fail(f"{what} {ratio:.2f}x is below the {partial if partial is not None else full:g}x this task needs")
 
 
@@ -249,21 +264,15 @@ def gpu(func, reference, *, func_name: str | None = None, max_sectors_per_reques
     each global buffer's accesses take at most ``max_sectors_per_request`` 32-byte sectors per
     warp request; with ``bank_conflicts=False`` no shared-memory access conflicts. Returns the
     simulator's runs (one per kernel) for further checks."""
-    import mlc_lab
     func = prim_func(func, func_name)
     params = buffer_params(func)
+    _check_sizes(func, params)
     n_in = len(inspect.signature(reference).parameters)
     rng = np.random.default_rng(seed)
     inputs = [random_array(_static_shape(b), b.dtype, rng) for b in params[:n_in]]
     outputs = [np.zeros(_static_shape(b), b.dtype) for b in params[n_in:]]
-    try:
-        lib = mlc_lab.build(func, target="cuda-sim")
-    except Exception as exc:
-        fail(f"{_name(func)} does not build for CUDA: {_first_line(exc)}")
-    try:
-        runs = lib.simulate(*inputs, *outputs)
-    except Exception as exc:
-        fail(f"the simulator stopped {_name(func)}: {type(exc).__name__}: {_first_line(exc)}")
+    ran, runs = _execute(func, "simulate", (*inputs, *outputs))
+    outputs = list(ran[n_in:])
     expected = reference(*[x.copy() for x in inputs])
     expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
     for buf, got, want in zip(params[n_in:], outputs, expected):
@@ -288,5 +297,5 @@ def _first_line(exc: Exception) -> str:
     return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
-__all__ = ["GradingFailure", "PartialCredit", "by_ratio", "compare", "fail", "gpu", "loops",
-           "model_numerics", "numerics", "replays", "same_structure", "speedup"]
+__all__ = ["GradingFailure", "Score", "by_ratio", "compare", "fail", "gpu", "loops",
+           "model_numerics", "numerics", "partial", "replays", "same_structure", "speedup"]

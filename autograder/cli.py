@@ -2,7 +2,7 @@
 
     mlc-lab assign SOURCE.ipynb --out DIR
     mlc-lab grade SOURCE.ipynb SUBMISSION.ipynb... --out DIR [--jobs N] [--timeout S]
-                  [--dask ADDRESS] [--force]
+                  [--dask ADDRESS] [--force] [--no-sandbox]
     mlc-lab gradescope SOURCE.ipynb --out autograder.zip
 """
 from __future__ import annotations
@@ -42,6 +42,8 @@ def main(argv=None) -> int:
     p.add_argument("--dask", metavar="ADDRESS", default=None, help="run on this Dask scheduler")
     p.add_argument("--force", action="store_true", help="grade again submissions already graded")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run the notebooks without the sandbox (no bubblewrap here): only for notebooks you trust")
     p = commands.add_parser("gradescope", help="package a source notebook as a Gradescope autograder")
     p.add_argument("source", type=Path)
     p.add_argument("--out", type=Path, required=True, help="the .zip to write")
@@ -53,6 +55,8 @@ def main(argv=None) -> int:
         elif args.command == "grade":
             from .batch import grade_many
             limits = {"cell_timeout": args.cell_timeout} if args.cell_timeout else {}
+            if args.no_sandbox:
+                limits["sandbox"] = False
             if args.memory:
                 limits["memory_bytes"] = int(args.memory * (1 << 30))
             results = grade_many(args.source, args.submissions, args.out, jobs=args.jobs, timeout=args.timeout,
@@ -67,6 +71,12 @@ def main(argv=None) -> int:
             print(f"wrote {package(args.source, args.out)}")
     except notebook.FormatError as exc:
         print(f"mlc-lab {args.command}: {args.source}: {exc}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:
+        from .batch import SandboxMissing
+        if not isinstance(exc, SandboxMissing):
+            raise
+        print(f"mlc-lab grade: {exc}", file=sys.stderr)
         return 2
     return 0
 

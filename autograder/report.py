@@ -1,55 +1,127 @@
-"""What grading writes: ``results.json`` in Gradescope's format and ``feedback.html`` per
-submission, ``grades.csv`` for the class. Feedback shows each task's verdict and message and the
-student's own IR, never a test's code or an expected value."""
+"""What grading writes: ``results.json`` in Gradescope's documented format and ``feedback.html``
+per submission, ``grades.csv`` for the class. Feedback shows each task's verdict and message and
+the student's own IR, never a test's code or an expected value.
+
+Text a student can influence (a task's message, the notebook's notes) is cleaned before it is
+written: terminal escape sequences and control characters removed, length capped."""
 from __future__ import annotations
 
 import csv
 import html
+import io
 import json
+import math
+import os
+import re
+import tempfile
+import unicodedata
 from pathlib import Path
 
 RESULTS, FEEDBACK, GRADES = "results.json", "feedback.html", "grades.csv"
 GRADER_LOG = "grader.log"   # the worker's output (tracebacks of tests that could not run): for instructors
+MAX_OUTPUT = 8000           # characters of one test's output (and of the submission's) in results.json
+
+# ESC [ ... final byte (CSI), ESC ] ... BEL or ESC \ (OSC), ESC P/X/^/_ ... ESC \ (strings), then
+# any other ESC with what a terminal would take as its sequence; the 8-bit C1 forms are control
+# characters, dropped below.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+                      r"|\x1b[PX^_][^\x1b]*\x1b\\|\x1b[ -/]*[0-~]?")
+_BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")   # can make text read backwards
+
+
+def clean(text, limit: int = MAX_OUTPUT) -> str:
+    """``text`` without escape sequences or control characters (newline and tab kept), at most
+    ``limit`` characters, with a note where it was cut. Cleaning twice changes nothing."""
+    text = _ESCAPES.sub("", str(text)).replace("\r\n", "\n")
+    text = "".join(c for c in text if c in "\n\t" or (unicodedata.category(c) not in ("Cc", "Cs")
+                                                      and c not in _BIDI))
+    if len(text) <= limit:
+        return text
+    note = f"\n[cut here: the whole output was {len(text)} characters]"
+    return text[:max(0, limit - len(note))] + note
+
+
+def _points(value, most: float) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return min(max(value, 0.0), float(most)) if math.isfinite(value) else 0.0
 
 
 def results(name: str, tasks: list, records: list, crash: str, seconds: float, worker_log: str = "") -> dict:
     """The result of one submission from the worker's progress records (tasks it never reached
     score 0, with the reason)."""
-    by_id = {r["grade_id"]: r for r in records if "grade_id" in r}
-    done = next((r for r in records if "done" in r), None)
+    by_id = {r["grade_id"]: r for r in records if isinstance(r, dict) and "grade_id" in r}
+    done = next((r for r in records if isinstance(r, dict) and "done" in r), None)
     why_missing = crash or (done["done"] if done and done["done"] != "ok" else "") or \
         "the grader stopped before this task"
     tests = []
     for task in tasks:
-        r = by_id.get(task.grade_id)
-        if r is None:
-            r = {"grade_id": task.grade_id, "name": task.title, "score": 0.0, "max_score": task.points,
-                 "output": f"not graded: {why_missing}", "student_ir": []}
-        tests.append({"name": r["name"], "grade_id": r["grade_id"], "score": float(r["score"]),
-                      "max_score": float(task.points), "output": r["output"], "visibility": "visible",
-                      "student_ir": r.get("student_ir", [])})
+        r = by_id.get(task.grade_id) or {"score": 0.0, "output": f"not graded: {why_missing}"}
+        tests.append({"name": clean(task.title, 500), "grade_id": task.grade_id,
+                      "score": _points(r.get("score"), task.points), "max_score": float(task.points),
+                      "output": clean(r.get("output", "")), "visibility": "visible",
+                      "student_ir": [clean(text, 20000) for text in r.get("student_ir", [])]})
     notes = [n for n in (done["done"] if done else "", crash) if n and n != "ok"]
     return {"name": name, "score": round(sum(t["score"] for t in tests), 4),
             "max_score": sum(task.points for task in tasks), "execution_time": round(seconds, 2),
-            "output": "; ".join(notes) or "the notebook ran to the end",
+            "output": clean("; ".join(notes) or "the notebook ran to the end"),
             "tests": tests, "worker_log": worker_log}
 
 
+def failure(name: str, tasks: list, reason: str, seconds: float, worker_log: str = "") -> dict:
+    """The result of a submission whose grading failed outright: every task 0, the reason as
+    its output and the submission's."""
+    return results(name, tasks, [], reason, seconds, worker_log)
+
+
 def gradescope(result: dict) -> dict:
-    """``result`` as Gradescope reads it (extra keys dropped)."""
-    return {"score": result["score"], "execution_time": result["execution_time"], "output": result["output"],
-            "tests": [{"number": t["grade_id"], **{k: t[k] for k in ("name", "score", "max_score", "output",
-                                                                      "visibility")}}
-                      for t in result["tests"]]}
+    """``result`` as Gradescope reads it: only keys of its documented format; tests numbered in
+    task order, the nbgrader grade_id in each test's extra_data."""
+    tests = [{"name": clean(t["name"], 500), "number": str(n), "score": t["score"],
+              "max_score": t["max_score"], "status": "passed" if t["score"] >= t["max_score"] else "failed",
+              "visibility": "visible", "output": clean(t["output"]), "output_format": "text",
+              "extra_data": {"grade_id": t["grade_id"]}}
+             for n, t in enumerate(result["tests"], 1)]
+    return {"score": result["score"], "execution_time": result["execution_time"],
+            "output": clean(result["output"]), "output_format": "text", "test_output_format": "text",
+            "visibility": "visible", "extra_data": {"submission": result["name"]}, "tests": tests}
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """``text`` into ``path`` by way of a temporary file in the same folder, flushed to disk and
+    renamed over it: a reader sees the old file or the whole new one, never a part."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
 
 
 def write_submission(folder: Path, result: dict, tasks) -> None:
+    """feedback.html and grader.log first, results.json last: a results.json on disk (which
+    ``grade_many`` takes as "graded") always comes with the files of the same grading."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / RESULTS).write_text(json.dumps({**gradescope(result), "name": result["name"]}, indent=1),
-                                  encoding="utf-8")
-    (folder / FEEDBACK).write_text(feedback_html(result), encoding="utf-8")
+    _write_atomically(folder / FEEDBACK, feedback_html(result))
     if result.get("worker_log"):
-        (folder / GRADER_LOG).write_text(result["worker_log"], encoding="utf-8")
+        _write_atomically(folder / GRADER_LOG, result["worker_log"])
+    else:
+        (folder / GRADER_LOG).unlink(missing_ok=True)      # an earlier grading's, not this one's
+    _write_atomically(folder / RESULTS, json.dumps(gradescope(result), indent=1))
+    try:    # the renames themselves survive a crash once the folder is flushed
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
 
 
 def feedback_html(result: dict) -> str:
@@ -72,14 +144,16 @@ def feedback_html(result: dict) -> str:
 
 
 def write_grades_csv(out: Path, tasks, names: list) -> None:
-    """One row per submission with results in ``out``, one column per task, and the total."""
-    with (out / GRADES).open("w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(["submission", *(t.grade_id for t in tasks), "total"])
-        for name in names:
-            path = out / name / RESULTS
-            if not path.exists():
-                continue
-            result = json.loads(path.read_text(encoding="utf-8"))
-            scores = {t.get("number"): t["score"] for t in result["tests"]}
-            writer.writerow([name, *(f"{scores.get(t.grade_id, 0):g}" for t in tasks), f"{result['score']:g}"])
+    """One row per submission with results in ``out``, one column per task (found by the
+    grade_id in each test's extra_data), and the total."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["submission", *(t.grade_id for t in tasks), "total"])
+    for name in names:
+        path = out / name / RESULTS
+        if not path.exists():
+            continue
+        result = json.loads(path.read_text(encoding="utf-8"))
+        scores = {(t.get("extra_data") or {}).get("grade_id"): t["score"] for t in result["tests"]}
+        writer.writerow([name, *(f"{scores.get(t.grade_id, 0):g}" for t in tasks), f"{result['score']:g}"])
+    _write_atomically(out / GRADES, buffer.getvalue())

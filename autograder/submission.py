@@ -59,7 +59,7 @@ class Submission:
                 artifacts.write(tuple(args), folder, "args")
             (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
             self.fetch(folder)
-            answer = json.loads(artifacts._read_bytes(folder / "answer.json").decode("utf-8"))
+            answer = artifacts.load_json(artifacts.open_plain(folder / "answer.json"))
             if not isinstance(answer, dict):
                 raise GradingFailure("the notebook's answer to the grader was malformed")
             if "error" in answer:

@@ -1,6 +1,7 @@
-"""A small homework for the autograder's tests: four tasks of the kinds the real homework uses
+"""A small homework for the autograder's tests: five tasks of the kinds the real homework uses
 (IR checked numerically, a function called on unseen inputs, a value only the hidden tests know,
-a schedule timed against a reference), and submissions made from it by editing its cells."""
+a schedule timed against a reference, two functions worth a point each: partial credit that does
+not depend on timing), and submissions made from it by editing its cells."""
 from __future__ import annotations
 
 import nbformat as nbf
@@ -34,8 +35,9 @@ i, j, k = sch.get_loops(sch.get_block("C"))
 sch.reorder(i, k, j)
 j0, j1 = sch.split(j, factors=[None, 8])
 sch.vectorize(j1)"""
+POWERS = "def square(x):\n    return x ** 2\n\ndef cube(x):\n    return x ** 3"
 
-ANSWERS = {"add": ADD, "double": DOUBLE, "answer": ANSWER, "schedule": SCHEDULE}
+ANSWERS = {"add": ADD, "double": DOUBLE, "answer": ANSWER, "schedule": SCHEDULE, "powers": POWERS}
 TESTS = {
     "add": ("t1", 2, """# Task 1: element-wise add
 checks.numerics(submission.ir("add"), lambda a, b: a + b)
@@ -57,8 +59,14 @@ assert submission.value("answer") == {SECRET}
 fast = checks.replays(submission.schedule("sch"), naive_mm)
 checks.numerics(fast, lambda a, b: a @ b, rtol=1e-3, atol=1e-3)
 ### BEGIN HIDDEN TESTS
-checks.by_ratio(checks.speedup(fast, naive_mm), full=2.0, what="speedup over naive_mm")
+checks.by_ratio(checks.speedup(fast, naive_mm), full=2.0, what="speedup over naive_mm", points=1)
 ### END HIDDEN TESTS"""),
+    "powers": ("t5", 2, """# Task 5: square and cube, a point each
+x = np.random.default_rng().standard_normal(6)
+wrong = [f for f, p in (("square", 2), ("cube", 3)) if not np.allclose(submission.call(f, x), x ** p)]
+if len(wrong) == 2:
+    checks.fail("square(x) and cube(x) are both wrong")
+checks.partial(1 - len(wrong) / 2, 2, f"{wrong[0]}(x) is wrong" if wrong else "")"""),
 }
 MAX_SCORE = sum(points for _, points, _ in TESTS.values())
 

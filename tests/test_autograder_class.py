@@ -1,5 +1,5 @@
 """``mlc-lab grade`` over a class of 50: generated submissions, each task right, wrong or left
-blank, and hostile ones, each trying one known attack. Every submission gets exactly the scores
+blank (the last one half right too), and hostile ones, each trying one known attack. Every submission gets exactly the scores
 its honest answers earn: an attack earns nothing, costs the other tasks nothing, and never stops
 the batch. The class is graded once (the command line, 2 jobs); each test checks a part."""
 import csv
@@ -14,11 +14,13 @@ import pytest
 
 import autograder_homework as hw
 
-TASKS = {"add": ("t1", 2), "double": ("t2", 1), "answer": ("t3", 1), "schedule": ("t4", 1)}
+TASKS = {"add": ("t1", 2), "double": ("t2", 1), "answer": ("t3", 1), "schedule": ("t4", 1), "powers": ("t5", 2)}
 WRONG = {"add": hw.ADD.replace("A[vi, vj] + B[vi, vj]", "A[vi, vj] - B[vi, vj]"),
          "double": "def double(x):\n    return x * 3",
          "answer": "answer = 7",
-         "schedule": "sch = tir.Schedule(naive_mm)"}
+         "schedule": "sch = tir.Schedule(naive_mm)",
+         "powers": hw.POWERS.replace("x ** 2", "x * 2").replace("x ** 3", "x * 3")}
+HALF = {"powers": (hw.POWERS.replace("x ** 3", "x * 3"), 1)}     # task -> (answer, points it earns)
 ALL = {grade_id: points for grade_id, points in TASKS.values()}
 CELL_TIMEOUT = 20
 PWNED = Path("/tmp/mlc-lab-test-pwned")      # a pickle payload would create this in the grader
@@ -72,7 +74,7 @@ def spin():
         time.sleep(0.0005)
         sum(range(2000))
 threading.Thread(target=spin, daemon=True).start()"""}, (), {"t4": 0}, ""),
-    "os_exit": ({}, {"before:answer": "import os\nos._exit(3)"}, (), {"t3": 0, "t4": 0}, "kernel died"),
+    "os_exit": ({}, {"before:answer": "import os\nos._exit(3)"}, (), {"t3": 0, "t4": 0, "t5": 0}, "kernel died"),
     "sys_exit": ({}, {"before:double": "import sys\nsys.exit('bye')"}, (), {}, ""),
     "fork_bomb": ({}, {"end": """
 import os, time
@@ -112,20 +114,24 @@ printer.script = lambda node, **kw: "__import__('os').system('touch /tmp/mlc-lab
 """}, (), {"t1": 0, "t4": 0}, ""),
     "prints_megabytes": ({}, {"start": "print('x' * (4 << 20))"}, (), {}, "printed more than"),
     "kernel_dies_mid_task": ({"double": "import os\ndef double(x):\n    os._exit(1)"}, {}, (),
-                             {"t2": 0, "t3": 0, "t4": 0}, ""),
+                             {"t2": 0, "t3": 0, "t4": 0, "t5": 0}, ""),
 }
 HOSTILE["pickle_payload"] = (HOSTILE["pickle_payload"][0], HOSTILE["pickle_payload"][1], (),
                              {g: 0 for g in ALL}, "")
 
 
 def generated() -> dict:
-    """Honest submissions: every task right, wrong or blank, in a spread of combinations."""
+    """Honest submissions: the first four tasks right, wrong or blank, in a spread of
+    combinations; the last one right, half right, wrong or blank in turn."""
     out = {}
-    choices = list(itertools.product(("right", "wrong", "blank"), repeat=len(TASKS)))
+    choices = list(itertools.product(("right", "wrong", "blank"), repeat=len(TASKS) - 1))
     for n, choice in enumerate(choices[:50 - len(HOSTILE)]):
-        answers = {task: WRONG[task] for task, c in zip(TASKS, choice) if c == "wrong"}
+        choice += (("right", "half", "wrong", "blank")[n % 4],)
+        answers = {task: WRONG[task] if c == "wrong" else HALF[task][0]
+                   for task, c in zip(TASKS, choice) if c in ("wrong", "half")}
         blank = tuple(TASKS[task][0] for task, c in zip(TASKS, choice) if c == "blank")
-        scores = {TASKS[task][0]: (TASKS[task][1] if c == "right" else 0) for task, c in zip(TASKS, choice)}
+        scores = {TASKS[task][0]: {"right": TASKS[task][1], "half": HALF.get(task, (0, 0))[1]}.get(c, 0)
+                  for task, c in zip(TASKS, choice)}
         out[f"student{n:02d}_" + "".join(c[0] for c in choice)] = (answers, {}, blank, scores, "")
     return out
 
@@ -159,7 +165,7 @@ def graded(tmp_path_factory):
         folder.mkdir()
     source = source_dir / "homework.ipynb"
     hw.write(hw.source(), source)
-    other = subs / "student00_rrrr.ipynb"
+    other = subs / "student00_rrrrr.ipynb"
     names = {"SOURCE_PATH": str(source), "OTHER_SUBMISSION": str(other), "OUT_DIR": str(out)}
     for name, (answers, extra, blank, _, _) in CLASS.items():
         prelude = "".join(f"{key} = {value!r}\n" for key, value in names.items())
@@ -184,7 +190,7 @@ def test_each_submission_gets_what_its_honest_answers_earn(graded, name):
         pytest.skip("the grader hides the instructor's files only as root with namespaces")
     out = graded[0]
     result = results(out, name)
-    got = {t["number"]: t["score"] for t in result["tests"]}
+    got = {t["extra_data"]["grade_id"]: t["score"] for t in result["tests"]}
     assert got == expected_scores(name), f"{name}: {json.dumps(result, indent=1)[:3000]}"
     assert result["score"] == sum(expected_scores(name).values())
     words = CLASS[name][4]
@@ -196,14 +202,18 @@ def test_each_submission_gets_what_its_honest_answers_earn(graded, name):
 
 
 def test_results_follow_gradescopes_format(graded):
-    result = results(graded[0], "student00_rrrr")
-    assert set(result) >= {"score", "execution_time", "output", "tests"}
+    result = results(graded[0], "student00_rrrrr")
+    assert set(result) >= {"score", "execution_time", "output", "output_format", "test_output_format", "tests"}
     for test in result["tests"]:
-        assert set(test) >= {"name", "score", "max_score", "output", "visibility"}
+        assert set(test) >= {"name", "number", "score", "max_score", "status", "output", "visibility"}
     assert [t["name"] for t in result["tests"]] == ["Task 1: element-wise add", "Task 2: double an array",
                                                     "Task 3: the number only the hidden test knows",
-                                                    "Task 4: a faster matmul"]
-    assert result["score"] == hw.MAX_SCORE
+                                                    "Task 4: a faster matmul", "Task 5: square and cube, a point each"]
+    assert [t["number"] for t in result["tests"]] == ["1", "2", "3", "4", "5"]
+    assert result["score"] == hw.MAX_SCORE and {t["status"] for t in result["tests"]} == {"passed"}
+    half = next(name for name in CLASS if name.startswith("student") and name.endswith("h"))
+    powers = results(graded[0], half)["tests"][4]
+    assert powers["status"] == "failed" and powers["output"] == "cube(x) is wrong", powers
 
 
 def test_grades_csv_has_a_row_per_submission(graded):
@@ -220,7 +230,7 @@ def test_attacks_change_nothing_outside_their_sandbox(graded):
     if not ROOT:
         pytest.skip("the grader hides the instructor's files only as root with namespaces")
     out, subs, source, _ = graded
-    assert source.exists() and (subs / "student00_rrrr.ipynb").exists(), "a submission deleted a file"
+    assert source.exists() and (subs / "student00_rrrrr.ipynb").exists(), "a submission deleted a file"
     assert not (out / "results.json").exists() and not (out / "fake_results").exists()
     assert not PWNED.exists(), "a pickle payload or script text ran code in the grader"
     leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and _is_sandbox(pid)]
@@ -240,7 +250,7 @@ def _is_sandbox(pid: str) -> bool:
 
 def test_feedback_names_the_failed_check(graded):
     out = graded[0]
-    wrong = next(name for name in CLASS if name.startswith("student") and name.endswith("wrrr"))
+    wrong = next(name for name in CLASS if name.startswith("student") and name[-5:-1] == "wrrr")
     text = (out / wrong / "feedback.html").read_text()
     assert "differs from the reference" in text and "failed" in text
     assert "@T.prim_func" in text or "T.prim_func" in text      # the student's own IR is shown
@@ -248,9 +258,9 @@ def test_feedback_names_the_failed_check(graded):
 
 def test_grading_again_skips_graded_submissions_unless_forced(graded):
     out, subs, source, _ = graded
-    one = subs / "student00_rrrr.ipynb"
-    before = (out / "student00_rrrr" / "results.json").stat().st_mtime
+    one = subs / "student00_rrrrr.ipynb"
+    before = (out / "student00_rrrrr" / "results.json").stat().st_mtime
     run = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", str(source), str(one),
                           "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "graded 0 submission(s), 1 already graded" in run.stdout, run.stdout
-    assert (out / "student00_rrrr" / "results.json").stat().st_mtime == before
+    assert (out / "student00_rrrrr" / "results.json").stat().st_mtime == before

@@ -24,11 +24,12 @@ def test_release_stubs_solutions_and_drops_hidden_tests():
     assert "BEGIN SOLUTION" not in text and "HIDDEN" not in text and str(hw.SECRET) not in text
     assert "checks.by_ratio" not in text and "saved output" not in text
     answers = [c for c in student.cells if c.metadata.get("nbgrader", {}).get("solution")]
-    assert len(answers) == 4 and all(c.source == notebook.STUB for c in answers)
+    assert len(answers) == 5 and all(c.source == notebook.STUB for c in answers)
     tests = notebook.tasks(student)
     assert [(t.grade_id, t.points, t.title) for t in tests] == [
         ("t1", 2.0, "Task 1: element-wise add"), ("t2", 1.0, "Task 2: double an array"),
-        ("t3", 1.0, "Task 3: the number only the hidden test knows"), ("t4", 1.0, "Task 4: a faster matmul")]
+        ("t3", 1.0, "Task 3: the number only the hidden test knows"), ("t4", 1.0, "Task 4: a faster matmul"),
+        ("t5", 2.0, "Task 5: square and cube, a point each")]
     assert 'checks.numerics(submission.ir("add"), lambda a, b: a + b)' in tests[0].source   # visible part kept
 
 
@@ -155,11 +156,11 @@ def test_check_messages_locate_without_showing_expected_values():
     assert "12345" not in message
     with pytest.raises(checks.GradingFailure, match=r"has shape \(8, 8\); it should be \(8,\)"):
         checks.compare(np.zeros((8, 8)), np.zeros(8), "x")
-    with pytest.raises(checks.PartialCredit) as partial:
-        checks.by_ratio(1.5, full=2.0, partial=1.0)
-    assert partial.value.fraction == pytest.approx(0.75)
+    earned = checks.by_ratio(1.5, full=2.0, partial=1.0, points=2)
+    assert earned == pytest.approx(1.5) and repr(earned) == "1.5" and "1.50x" in earned.message
+    assert checks.by_ratio(2.5, full=2.0, points=2) == 2 and checks.by_ratio(2.5, full=2.0, points=2).message == ""
     with pytest.raises(checks.GradingFailure, match="below the 1x"):
-        checks.by_ratio(0.5, full=2.0, partial=1.0)
+        checks.by_ratio(0.5, full=2.0, partial=1.0, points=2)
     assert checks.loops(func, "C") == [(8, "serial"), (8, "serial")]
 
 
@@ -177,4 +178,62 @@ def test_gradescope_run_script_writes_results_where_gradescope_reads_them(tmp_pa
     run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     result = json.loads((root / "results" / "results.json").read_text())
-    assert result["score"] == hw.MAX_SCORE - 1 and len(result["tests"]) == 4
+    assert result["score"] == hw.MAX_SCORE - 1 and len(result["tests"]) == 5
+
+
+def test_a_test_cells_last_number_is_its_score_as_under_nbgrader():
+    from autograder import scoring
+    run = lambda code: scoring.run_cell(code, "<cell>", {"checks": checks})   # noqa: E731
+    assert scoring.earned(run("x = 1\nx + 1"), 3) == (2.0, "earned 2 of 3 points")
+    assert scoring.earned(run("checks.partial(0.5, 2, 'half')  # comment"), 2) == (1.0, "half")
+    for silent in ("x = 1", "1 + 1;", "True", "'1.5'", "if True:\n    0"):     # not a displayed number
+        assert scoring.earned(run(silent), 2) == (2.0, "passed"), silent
+    for bad in ("-1", "2.5", "float('nan')"):
+        with pytest.raises(scoring.BadScore):
+            scoring.earned(run(bad), 2)
+    with pytest.raises(checks.GradingFailure):
+        run("checks.fail('no')\n1")
+
+
+DOCUMENTED_TOP = {"score", "execution_time", "output", "output_format", "test_output_format", "test_name_format",
+                  "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard"}
+DOCUMENTED_TEST = {"score", "max_score", "status", "name", "name_format", "number", "output", "output_format",
+                   "tags", "visibility", "extra_data"}
+
+
+def test_results_json_keeps_to_gradescopes_keys_and_cleans_student_text(tmp_path):
+    """Outputs a student can steer (escape sequences, markup, a NUL byte, a flood) reach
+    results.json as plain text of bounded length; the files are replaced whole."""
+    from autograder import report
+    tasks = notebook.tasks(hw.source())
+    records = [{"grade_id": "t1", "score": 2.0, "output": "passed"},
+               {"grade_id": "t2", "score": 0.0, "output": "\x1b[31mred\x1b[0m \x1b]0;title\x07"},
+               {"grade_id": "t3", "score": 0.0, "output": "<script>alert(1)</script>"},
+               {"grade_id": "t4", "score": 0.5, "output": "nul\x00byte\r\nnext\tline\x7f" + "x" * 20000},
+               {"done": "the kernel died \x1b[2J\x08", "cells_failed": []}]
+    result = report.results("alice", tasks, records, "", 3.5, worker_log="log")
+    folder = tmp_path / "alice"
+    for _ in range(2):              # a second grading replaces every file
+        report.write_submission(folder, result, tasks)
+    assert sorted(p.name for p in folder.iterdir()) == [report.FEEDBACK, report.GRADER_LOG, report.RESULTS]
+    written = json.loads((folder / report.RESULTS).read_text())
+    assert set(written) <= DOCUMENTED_TOP and written["output_format"] == written["test_output_format"] == "text"
+    assert "name" not in written and written["score"] == 2.5
+    for test in written["tests"]:
+        assert set(test) <= DOCUMENTED_TEST and test["extra_data"].keys() == {"grade_id"}
+    assert [t["number"] for t in written["tests"]] == ["1", "2", "3", "4", "5"]
+    assert [t["extra_data"]["grade_id"] for t in written["tests"]] == ["t1", "t2", "t3", "t4", "t5"]
+    assert [t["status"] for t in written["tests"]] == ["passed", "failed", "failed", "failed", "failed"]
+    strings = [written["output"]] + [t["output"] for t in written["tests"]] + [t["name"] for t in written["tests"]]
+    for text in strings:       # no C0 or C1 control character but newline and tab
+        assert not [c for c in text if (ord(c) < 32 and c not in "\n\t") or 127 <= ord(c) < 160], repr(text)
+    outputs = [t["output"] for t in written["tests"]]
+    assert outputs[1] == "red " and outputs[2] == "<script>alert(1)</script>"   # shown as text, not run
+    assert outputs[3].startswith("nulbyte\nnext\tline") and len(outputs[3]) <= report.MAX_OUTPUT
+    assert "cut here" in outputs[3] and written["output"] == "the kernel died "
+    assert outputs[4].startswith("not graded")
+    report.write_grades_csv(tmp_path, tasks, ["alice"])
+    assert (tmp_path / report.GRADES).read_text().splitlines()[1] == "alice,2,0,0,0.5,0,2.5"
+    failed = report.gradescope(report.failure("bob", tasks, "grading raised OSError", 1.0))
+    assert failed["score"] == 0 and all(t["score"] == 0 and "grading raised OSError" in t["output"]
+                                        for t in failed["tests"])
