@@ -129,8 +129,9 @@ class Local:
 class Remote:
     """A sandboxed executor process, started on first use and again after it dies."""
 
-    def __init__(self, policy: dict, log=None):
+    def __init__(self, policy: dict, log=None, setup: list | None = None):
         self.policy, self.log, self.proc = policy, log, None
+        self.setup = setup or []     # the homework's setup cells: what they register, programs may call
 
     def __call__(self, op: str, *values, **params):
         reply = self._request(op, values, params)
@@ -144,9 +145,11 @@ class Remote:
                    sys.executable, "-m", "autograder.executor"]
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.log or subprocess.DEVNULL, cwd=self.policy["workdir"])
+        if self.setup:
+            self._request("setup", (), {"cells": self.setup}, start=False)
 
-    def _request(self, op: str, values: tuple, params: dict):
-        if self.proc is None or self.proc.poll() is not None:
+    def _request(self, op: str, values: tuple, params: dict, start: bool = True):
+        if start and (self.proc is None or self.proc.poll() is not None):
             self._start()
         try:
             send(self.proc.stdin, {"op": op, "params": params}, values)
@@ -235,6 +238,17 @@ def _exactly(stream, n: int, timeout: float | None) -> bytes:
     return b"".join(chunks)
 
 
+def run_setup(cells: list) -> dict:
+    """The namespace of the homework's setup cells (the instructor's code, which students see
+    too: imports, constants, reference functions, functions registered for programs to call),
+    run here as in the grader."""
+    from .scoring import compile_cell
+    namespace: dict = {"__name__": "__autograder__"}
+    for index, code in enumerate(cells):
+        exec(compile_cell(code, f"<setup cell {index}>"), namespace)
+    return namespace
+
+
 def serve() -> None:
     """The executor's loop: requests on stdin, replies on stdout (what the programs print goes to
     stderr, so it cannot forge a reply)."""
@@ -247,6 +261,10 @@ def serve() -> None:
         except EOFError:
             return
         try:
+            if header["op"] == "setup":
+                run_setup(header["params"]["cells"])
+                send(replies, {"ok": True}, None)
+                continue
             result = OPS[header["op"]](*values, **header.get("params", {}))
             if header["op"] == "simulate":
                 outputs, runs = result

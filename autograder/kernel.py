@@ -43,7 +43,7 @@ class SandboxedKernel:
     """One submission's kernel and executor. ``with SandboxedKernel(nb, limits) as k:`` starts
     the kernel; ``k.run_cell(cell, index, seconds)`` runs one cell; leaving stops both."""
 
-    def __init__(self, nb, limits):
+    def __init__(self, nb, limits, setup: list | None = None):
         self.limits = limits
         root = hasattr(os, "geteuid") and os.geteuid() == 0
         self.folder = Path(tempfile.mkdtemp(dir=private_folder("mlc-lab-sandboxes", 0o711)))
@@ -66,7 +66,7 @@ class SandboxedKernel:
         log = open(self.folder / "executor.log", "wb")
         self.executor = executor.Remote({**base, "uid": sandbox.fresh_uid(1) if limits.sandbox else None,
                                          "workdir": "/tmp" if limits.sandbox else str(self.workdir)},
-                                        log=log)
+                                        log=log, setup=setup)
         self._log = log
         self.km, self._specs = self._kernel_manager()
         self.client = _client(nb, self.km, limits)

@@ -122,9 +122,9 @@ def grade(source_path: Path, submission_path: Path, limits: Limits, progress: Pa
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
 
-    kernel = SandboxedKernel(student, limits)
+    kernel = SandboxedKernel(student, limits, setup=notebook.setup_code(source))
     sub = RemoteSubmission(kernel)
-    namespace = _setup_namespace(source)
+    namespace = executor.run_setup(notebook.setup_code(source))
     graded, notes, failed_cells = set(), [], []
     deadline = time.monotonic() + limits.notebook_timeout
     token = executor.use(kernel.executor)
@@ -173,21 +173,6 @@ def grade(source_path: Path, submission_path: Path, limits: Limits, progress: Pa
             notes.append(f"the notebook printed more than {limits.max_output_bytes >> 10} KiB; the rest was dropped")
         emit({"done": "; ".join(notes) or "ok", "cells_failed": failed_cells})
         log.close()
-
-
-def _setup_namespace(source) -> dict:
-    namespace: dict = {"__name__": "__autograder__"}
-    for index, code in enumerate(notebook.setup_code(source)):
-        exec(_compile(code, f"<setup cell {index}>"), namespace)
-    return namespace
-
-
-def _compile(code: str, filename: str):
-    """Compiled ``code``, its text registered with linecache so that ``inspect.getsource`` (which
-    ``@T.prim_func`` and ``@I.ir_module`` use) finds it as it would in a notebook."""
-    import linecache
-    linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
-    return compile(code, filename, "exec")
 
 
 def _grade_task(task, namespace: dict, sub: RemoteSubmission) -> TaskResult:

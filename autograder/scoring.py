@@ -19,11 +19,21 @@ class BadScore(Exception):
     """A test cell's value is a number no score can be (the test's fault, not the student's)."""
 
 
+def _register(code: str, filename: str) -> None:
+    """The text of ``filename`` registered with linecache, so that ``inspect.getsource`` (which
+    ``@T.prim_func`` and ``@I.ir_module`` use) finds it as it would in a notebook."""
+    linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
+
+
+def compile_cell(code: str, filename: str):
+    _register(code, filename)
+    return compile(code, filename, "exec")
+
+
 def run_cell(code: str, filename: str, namespace: dict):
     """Run ``code`` as IPython runs a cell: every statement, and the value of the last one when
-    it is an expression not silenced by a trailing ``;`` (else None). The text is registered with
-    linecache, as ``runner._compile`` does, so that ``inspect.getsource`` finds it."""
-    linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
+    it is an expression not silenced by a trailing ``;`` (else None)."""
+    _register(code, filename)
     tree = ast.parse(code, filename)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
     exec(compile(tree, filename, "exec"), namespace)

@@ -4,11 +4,17 @@ student version), half with one task's answer replaced by a wrong one. Graded wi
 pool; prints the wall time, submissions per minute and the score distribution, and the time one
 submission takes alone (the baseline the pool should divide by about ``--jobs``).
 
-Run: python bench/grading.py [--homework hw05] [--count 200] [--jobs 2]
+``--against COMMIT`` grades the same kind of class with the grader of another commit first (a
+git worktree of it, in a subprocess) and prints the throughput ratio of this one to that one.
+
+Run: python bench/grading.py [--homework hw05] [--count 200] [--jobs 2] [--against COMMIT]
 """
 import argparse
 import collections
+import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,7 +53,10 @@ def main() -> None:
     parser.add_argument("--homework", default="hw05")
     parser.add_argument("--count", type=int, default=200)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--against", metavar="COMMIT", default=None,
+                        help="also grade with this commit's grader, first, and print the ratio")
     args = parser.parse_args()
+    baseline = _other_commit(args) if args.against else None
     source = next((ROOT / "exercises" / "instructor").glob(f"{args.homework}_*.ipynb"))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -67,6 +76,30 @@ def main() -> None:
           f"{statistics.median(per):.1f} s, max {max(per):.1f} s; pool speed-up over one at a time "
           f"{alone * len(results) / wall:.2f}x")
     print("scores:", ", ".join(f"{score:g}: {n}" for score, n in sorted(scores.items())))
+    if baseline:
+        mine = len(results) / wall * 60
+        print(f"throughput: {mine:.1f} submissions/minute here, {baseline:.1f} with {args.against}'s grader "
+              f"in the same run: {mine / baseline:.2f}x")
+
+
+def _other_commit(args) -> float:
+    """Submissions per minute of ``args.against``'s grader on the same class, from its own
+    bench/grading.py run in a worktree of that commit."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), args.against],
+                       check=True, capture_output=True)
+        try:
+            run = subprocess.run([sys.executable, str(tree / "bench" / "grading.py"), "--homework", args.homework,
+                                  "--count", str(args.count), "--jobs", str(args.jobs)], cwd=tree,
+                                 env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    print(f"== {args.against}'s grader\n{run.stdout.strip()}")
+    found = re.search(r"\(([\d.]+) submissions/minute\)", run.stdout)
+    if not found:
+        raise SystemExit(f"{args.against}'s bench/grading.py printed no throughput: {run.stderr[-2000:]}")
+    return float(found.group(1))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ sch.reorder(i, k, j)
 j0, j1 = sch.split(j, factors=[None, 8])
 sch.vectorize(j1)"""
 POWERS = "def square(x):\n    return x ** 2\n\ndef cube(x):\n    return x ** 3"
+POWERS_HALF = POWERS.replace("x ** 3", "x * 3")     # square right, cube wrong: 1 of task 5's 2 points
 
 ANSWERS = {"add": ADD, "double": DOUBLE, "answer": ANSWER, "schedule": SCHEDULE, "powers": POWERS}
 TESTS = {

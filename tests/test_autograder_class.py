@@ -1,6 +1,6 @@
 """``mlc-lab grade`` over a class of 50: generated submissions, each task right, wrong or left
-blank (the last one half right too), and hostile ones, each trying one known attack. Every submission gets exactly the scores
-its honest answers earn: an attack earns nothing, costs the other tasks nothing, and never stops
+blank (the last one half right too), and hostile ones, each trying one known attack. Every
+submission gets exactly the scores its honest answers earn: an attack earns nothing, costs the other tasks nothing, and never stops
 the batch. The class is graded once (the command line, 2 jobs); each test checks a part."""
 import csv
 import itertools
@@ -8,11 +8,15 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
 
 import autograder_homework as hw
+from autograder import sandbox
+
+ROOT = Path(__file__).resolve().parents[1]
 
 TASKS = {"add": ("t1", 2), "double": ("t2", 1), "answer": ("t3", 1), "schedule": ("t4", 1), "powers": ("t5", 2)}
 WRONG = {"add": hw.ADD.replace("A[vi, vj] + B[vi, vj]", "A[vi, vj] - B[vi, vj]"),
@@ -20,7 +24,7 @@ WRONG = {"add": hw.ADD.replace("A[vi, vj] + B[vi, vj]", "A[vi, vj] - B[vi, vj]")
          "answer": "answer = 7",
          "schedule": "sch = tir.Schedule(naive_mm)",
          "powers": hw.POWERS.replace("x ** 2", "x * 2").replace("x ** 3", "x * 3")}
-HALF = {"powers": (hw.POWERS.replace("x ** 3", "x * 3"), 1)}     # task -> (answer, points it earns)
+HALF = {"powers": (hw.POWERS_HALF, 1)}     # task -> (answer, points it earns)
 ALL = {grade_id: points for grade_id, points in TASKS.values()}
 CELL_TIMEOUT = 20
 PWNED = Path("/tmp/mlc-lab-test-pwned")      # a pickle payload would create this in the grader
@@ -113,6 +117,34 @@ import mlc_lab.script.printer as printer
 printer.script = lambda node, **kw: "__import__('os').system('touch /tmp/mlc-lab-test-pwned')"
 """}, (), {"t1": 0, "t4": 0}, ""),
     "prints_megabytes": ({}, {"start": "print('x' * (4 << 20))"}, (), {}, "printed more than"),
+    # The attacks below each beat the grader once; each is now a submission of the class.
+    "oob_read_steals_answer": ({"add": hw.ADD.replace("A[vi, vj] + B[vi, vj]", "A[vi, vj + 64] + B[vi, vj + 64]")},
+                               {}, (), {"t1": 0}, ""),
+    "oob_write": ({"add": hw.ADD.replace("C[vi, vj] =", "C[vi, vj + 100000000] =")}, {}, (), {"t1": 0}, ""),
+    "rewrites_grader": ({}, {"start": f"""
+import os, sys, sysconfig
+targets = [{str(ROOT / 'autograder' / 'runner.py')!r}, {str(ROOT / 'autograder' / 'checks.py')!r},
+           os.path.join(sysconfig.get_paths()["purelib"], "zz_pwned.pth"), "/etc/mlc-lab-pwned",
+           "/root/mlc-lab-pwned", "/autograder/results/results.json"]
+for path in targets:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a") as f:
+            f.write("\\nimport os; os.system('touch {PWNED}')\\n")
+    except OSError as exc:
+        print("could not write", path, type(exc).__name__)"""}, (), {}, ""),
+    "int80_fork": ({}, {"end": """
+import ctypes, mmap
+page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+page.write(b"\\xb8\\x02\\x00\\x00\\x00\\xcd\\x80\\xc3")       # i386 fork through int 0x80
+ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(page)))()"""}, (), {}, "kernel died"),
+    "ignores_interrupt": ({}, {"before:answer": """
+import signal
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True:
+    pass"""}, (), {"t3": 0, "t4": 0, "t5": 0}, "ignored the interrupt"),
+    "markup_in_messages": ({"double": "def double(x):\n    raise ValueError('\\x1b[31m<b>full marks</b>\\x1b[0m\\x00')"},
+                           {}, (), {"t2": 0}, ""),
     "kernel_dies_mid_task": ({"double": "import os\ndef double(x):\n    os._exit(1)"}, {}, (),
                              {"t2": 0, "t3": 0, "t4": 0, "t5": 0}, ""),
 }
@@ -137,19 +169,10 @@ def generated() -> dict:
 
 
 CLASS = {**generated(), **{f"hostile_{k}": v for k, v in HOSTILE.items()}}
-def _can_hide_folders() -> bool:
-    """Root, and allowed to make a mount namespace (a container without CAP_SYS_ADMIN is not)."""
-    if not (hasattr(os, "geteuid") and os.geteuid() == 0):
-        return False
-    probe = "import autograder.sandbox as s; s._unshare(s.CLONE_NEWNS)"
-    return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
-
-
-ROOT = _can_hide_folders()
-# Hiding the source, the other submissions and the output folder takes root (namespaces and
-# another user); run as another user, the grader cannot stop these two.
-NEEDS_ROOT = {"hostile_reads_hidden_tests", "hostile_fake_results"}
-
+if sandbox.problem():      # CI installs bubblewrap: there a missing sandbox is a failure
+    if os.environ.get("CI"):
+        raise RuntimeError(f"the grader's sandbox is missing under CI: {sandbox.problem()}")
+    pytest.skip(f"no sandbox here: {sandbox.problem()}", allow_module_level=True)
 
 def expected_scores(name: str) -> dict:
     scores = CLASS[name][3]
@@ -186,8 +209,6 @@ def results(out: Path, name: str) -> dict:
 
 @pytest.mark.parametrize("name", sorted(CLASS))
 def test_each_submission_gets_what_its_honest_answers_earn(graded, name):
-    if name in NEEDS_ROOT and not ROOT:
-        pytest.skip("the grader hides the instructor's files only as root with namespaces")
     out = graded[0]
     result = results(out, name)
     got = {t["extra_data"]["grade_id"]: t["score"] for t in result["tests"]}
@@ -196,6 +217,8 @@ def test_each_submission_gets_what_its_honest_answers_earn(graded, name):
     words = CLASS[name][4]
     if words:
         assert words in result["output"], result["output"]
+    raw = (out / name / "results.json").read_text()
+    assert "\\u001b" not in raw and "\\u0000" not in raw, "control characters reached results.json"
     feedback = (out / name / "feedback.html").read_text()
     assert str(hw.SECRET) not in json.dumps(result) and str(hw.SECRET) not in feedback
     assert "BEGIN HIDDEN" not in feedback and "checks.by_ratio" not in feedback
@@ -220,19 +243,20 @@ def test_grades_csv_has_a_row_per_submission(graded):
     rows = list(csv.DictReader((graded[0] / "grades.csv").open()))
     assert len(rows) == len(CLASS) == 50
     for row in rows:
-        if row["submission"] in NEEDS_ROOT and not ROOT:
-            continue
         assert float(row["total"]) == sum(expected_scores(row["submission"]).values())
         assert {k: float(row[k]) for k in ALL} == expected_scores(row["submission"])
 
 
 def test_attacks_change_nothing_outside_their_sandbox(graded):
-    if not ROOT:
-        pytest.skip("the grader hides the instructor's files only as root with namespaces")
     out, subs, source, _ = graded
     assert source.exists() and (subs / "student00_rrrrr.ipynb").exists(), "a submission deleted a file"
     assert not (out / "results.json").exists() and not (out / "fake_results").exists()
-    assert not PWNED.exists(), "a pickle payload or script text ran code in the grader"
+    assert not PWNED.exists(), "a pickle payload, script text or planted file ran code in the grader"
+    for planted in (Path("/etc/mlc-lab-pwned"), Path("/root/mlc-lab-pwned"), Path("/autograder/results")):
+        assert not planted.exists(), f"{planted} was written from a sandbox"
+    site = Path(sysconfig.get_paths()["purelib"])
+    assert not (site / "zz_pwned.pth").exists()
+    assert "pwned" not in (ROOT / "autograder" / "runner.py").read_text()
     leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and _is_sandbox(pid)]
     assert not leftovers, f"processes of graded notebooks still run: {leftovers}"
 
@@ -244,8 +268,8 @@ def _is_sandbox(pid: str) -> bool:
         args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
     except OSError:
         return False
-    folders = [Path(a).parent for a in args if "mlc-lab-sandboxes" in a and a.endswith(".kernel.json")]
-    return any(not folder.exists() for folder in folders)
+    paths = [Path(a) for a in args if "mlc-lab-sandboxes" in a and a.startswith("/")]   # bwrap's binds too
+    return any(not path.exists() for path in paths)
 
 
 def test_feedback_names_the_failed_check(graded):
@@ -264,3 +288,12 @@ def test_grading_again_skips_graded_submissions_unless_forced(graded):
                           "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "graded 0 submission(s), 1 already graded" in run.stdout, run.stdout
     assert (out / "student00_rrrrr" / "results.json").stat().st_mtime == before
+
+
+@pytest.mark.parametrize("name", ["hostile_oob_read_steals_answer", "hostile_oob_write"])
+def test_out_of_bounds_programs_score_zero_naming_the_buffer(graded, name):
+    """The program ran in the executor's sandbox, bounds-checked: the access is named, and the
+    grading went on to the other tasks."""
+    task = next(t for t in results(graded[0], name)["tests"] if t["extra_data"]["grade_id"] == "t1")
+    buffer = "buffer A" if "read" in name else "buffer C"
+    assert task["score"] == 0 and "out of bounds" in task["output"] and buffer in task["output"], task

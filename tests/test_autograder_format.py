@@ -4,6 +4,7 @@ artifacts (data only, IR read back in safe mode), and ``checks`` messages that n
 expected value."""
 import io
 import json
+import os
 import subprocess
 import sys
 import zipfile
@@ -73,9 +74,10 @@ def test_assign_and_gradescope_commands(tmp_path):
         assert sorted(z.namelist()) == ["homework/hw.ipynb", "run_autograder", "setup.sh"]
         assert (z.getinfo("run_autograder").external_attr >> 16) & 0o111
         run_script = z.read("run_autograder").decode()
-        assert "mlc-lab grade /autograder/source/homework/hw.ipynb" in run_script
-        assert "/autograder/results/results.json" in run_script
-        assert 'pip install --quiet "mlc_lab[grade]==' in z.read("setup.sh").decode()
+        assert "-m autograder.gradescope /autograder/source/homework/hw.ipynb" in run_script
+        assert "/autograder/results/results.json" in run_script and "--no-sandbox" not in run_script
+        setup = z.read("setup.sh").decode()
+        assert 'pip install --quiet "mlc_lab[grade]==' in setup and "bubblewrap" in setup
     broken = hw.source()
     broken.cells[3].metadata["nbgrader"].pop("points")
     hw.write(broken, tmp_path / "broken.ipynb")
@@ -164,21 +166,47 @@ def test_check_messages_locate_without_showing_expected_values():
     assert checks.loops(func, "C") == [(8, "serial"), (8, "serial")]
 
 
-def test_gradescope_run_script_writes_results_where_gradescope_reads_them(tmp_path):
-    """run_autograder from the zip, its /autograder paths moved under tmp_path and mlc-lab run
-    from this environment: one submitted notebook in, results.json out."""
+def _run_gradescope(tmp_path, submit) -> tuple:
+    """run_autograder from the zip, its /autograder paths moved under tmp_path and mlc_lab taken
+    from this environment; ``submit(folder)`` fills the submission folder. (process, results)."""
     from autograder.gradescope import RUN
     root = tmp_path / "autograder"
     (root / "source" / "homework").mkdir(parents=True)
     (root / "submission").mkdir()
     hw.write(hw.source(), root / "source" / "homework" / "hw.ipynb")
-    hw.write(hw.student(blank=("t4",)), root / "submission" / "mine.ipynb")
-    script = RUN.format(source="hw.ipynb", timeout=300).replace("/tmp/", f"{tmp_path}/").replace(
-        "/autograder", str(root)).replace("/opt/mlc-lab/bin/mlc-lab", f"{sys.executable} -m autograder.cli")
+    submit(root / "submission", root / "source" / "homework" / "hw.ipynb")
+    script = RUN.format(source="hw.ipynb", timeout=300, flags="").replace(
+        "/autograder", str(root)).replace("/opt/mlc-lab/bin/python", sys.executable)
     run = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
-    result = json.loads((root / "results" / "results.json").read_text())
+    return run, json.loads((root / "results" / "results.json").read_text())
+
+
+def test_gradescope_run_script_writes_results_where_gradescope_reads_them(tmp_path):
+    _, result = _run_gradescope(tmp_path, lambda folder, _: hw.write(hw.student(blank=("t4",)), folder / "mine.ipynb"))
     assert result["score"] == hw.MAX_SCORE - 1 and len(result["tests"]) == 5
+
+
+@pytest.mark.parametrize("attack", ["symlink", "hardlink", "fifo", "two"])
+def test_gradescope_refuses_a_submission_that_is_not_one_plain_notebook(tmp_path, attack):
+    """A submission that is a link to the instructor's source (which would be graded as the
+    source: full marks), a hard link, a FIFO (which would hang the reader) or two notebooks
+    scores 0 and says why; results.json is written all the same."""
+    def submit(folder, source):
+        if attack == "symlink":
+            (folder / "mine.ipynb").symlink_to(source)
+        elif attack == "hardlink":
+            os.link(source, folder / "mine.ipynb")
+        elif attack == "fifo":
+            os.mkfifo(folder / "mine.ipynb")
+        else:
+            hw.write(hw.student(), folder / "a.ipynb")
+            hw.write(hw.student(), folder / "b.ipynb")
+    _, result = _run_gradescope(tmp_path, submit)
+    assert result["score"] == 0 and all(t["score"] == 0 for t in result["tests"])
+    why = {"symlink": "symbolic link", "hardlink": "hard links", "fifo": "not a plain file",
+           "two": "exactly one"}[attack]
+    assert why in result["output"], result["output"]
 
 
 def test_a_test_cells_last_number_is_its_score_as_under_nbgrader():
