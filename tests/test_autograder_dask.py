@@ -13,7 +13,7 @@ def test_grading_on_a_dask_cluster_matches_the_expected_scores(tmp_path):
     source = tmp_path / "instructor" / "homework.ipynb"
     source.parent.mkdir()
     hw.write(hw.source(), source)
-    subs = {"perfect": hw.student(), "blank": hw.student(blank=("t1", "t2", "t3", "t4")),
+    subs = {"perfect": hw.student(), "blank": hw.student(blank=("t1", "t2", "t3", "t4", "t5")),
             "half": hw.student({"double": "def double(x):\n    return x"}, blank=("t4",))}
     paths = []
     for name, nb in subs.items():

