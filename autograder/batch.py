@@ -141,30 +141,25 @@ def grade_many(source: Path, submissions: list, out: Path, jobs: int = 2, timeou
         done.append(result)
         bar.update(1)
 
+    def run(submit, completed) -> None:
+        futures = []
+        for name, path in todo:
+            data, refused = intake(name, path)
+            if refused:
+                record(refused)
+            else:
+                futures.append(submit(name, data))
+        for future in completed(futures):
+            record(future.result())
+
     if dask_address:
         from distributed import Client, as_completed as dask_completed
         with Client(dask_address) as client:
-            futures = []
-            for name, path in todo:
-                data, refused = intake(name, path)
-                if refused:
-                    record(refused)
-                else:
-                    futures.append(client.submit(grade_one, source_bytes, data, name, limits, key=f"grade-{name}",
-                                                 pure=False))
-            for future in dask_completed(futures):
-                record(future.result())
+            run(lambda name, data: client.submit(grade_one, source_bytes, data, name, limits, key=f"grade-{name}",
+                                                 pure=False), dask_completed)
     else:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = []
-            for name, path in todo:
-                data, refused = intake(name, path)
-                if refused:
-                    record(refused)
-                else:
-                    futures.append(pool.submit(grade_one, source_bytes, data, name, limits))
-            for future in as_completed(futures):
-                record(future.result())
+            run(lambda name, data: pool.submit(grade_one, source_bytes, data, name, limits), as_completed)
     bar.close()
     report.write_grades_csv(out, tasks, sorted(names))
     return done

@@ -265,3 +265,21 @@ def test_results_json_keeps_to_gradescopes_keys_and_cleans_student_text(tmp_path
     failed = report.gradescope(report.failure("bob", tasks, "grading raised OSError", 1.0))
     assert failed["score"] == 0 and all(t["score"] == 0 and "grading raised OSError" in t["output"]
                                         for t in failed["tests"])
+
+
+def test_grade_refuses_a_submission_that_is_a_link(tmp_path):
+    """``mlc-lab grade`` reads each submission without following a link: a symlink to the
+    instructor's source (graded as the source, it would earn full marks) scores 0 and says why,
+    and the others in the same run are graded as usual."""
+    from autograder.batch import grade_many
+    source = tmp_path / "instructor" / "hw.ipynb"
+    source.parent.mkdir()
+    hw.write(hw.source(), source)
+    (tmp_path / "linked.ipynb").symlink_to(source)
+    os.link(source, tmp_path / "hardlinked.ipynb")
+    done = grade_many(source, [tmp_path / "linked.ipynb", tmp_path / "hardlinked.ipynb"], tmp_path / "out",
+                      progress_bar=False)
+    assert {r["name"]: r["score"] for r in done} == {"linked": 0, "hardlinked": 0}
+    for name, why in (("linked", "symbolic link"), ("hardlinked", "hard links")):
+        result = json.loads((tmp_path / "out" / name / "results.json").read_text())
+        assert result["score"] == 0 and why in result["output"], result["output"]
