@@ -283,3 +283,18 @@ def test_grade_refuses_a_submission_that_is_a_link(tmp_path):
     for name, why in (("linked", "symbolic link"), ("hardlinked", "hard links")):
         result = json.loads((tmp_path / "out" / name / "results.json").read_text())
         assert result["score"] == 0 and why in result["output"], result["output"]
+
+
+def test_no_sandbox_grades_the_same(tmp_path):
+    """``--no-sandbox`` (for machines without bubblewrap) runs the notebook unconfined but grades
+    it as the sandbox does: the same checks, the programs in an executor process of their own."""
+    source = tmp_path / "hw.ipynb"
+    hw.write(hw.source(), source)
+    hw.write(hw.student({"double": "def double(x):\n    return x"}, blank=("t4",)), tmp_path / "mine.ipynb")
+    run = subprocess.run([sys.executable, "-m", "autograder.cli", "grade", str(source), str(tmp_path / "mine.ipynb"),
+                          "--out", str(tmp_path / "out"), "--no-sandbox", "--quiet"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    result = json.loads((tmp_path / "out" / "mine" / "results.json").read_text())
+    scores = {t["extra_data"]["grade_id"]: t["score"] for t in result["tests"]}
+    assert scores == {"t1": 2, "t2": 0, "t3": 1, "t4": 0, "t5": 2}, result
