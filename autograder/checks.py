@@ -5,7 +5,7 @@
     checks.same_structure(func, expected)     the IR is the target form (structural equality)
     checks.loops(func, block)                 the loop extents and kinds above a block
     checks.replays(schedule, original)        a schedule's trace, replayed, gives its module
-    checks.speedup(func, baseline)            time both, interleaved, in this process: the ratio
+    checks.speedup(func, baseline)            time both, interleaved, in one process: the ratio
     checks.by_ratio(ratio, full, partial, points=N)   the points a speed ratio earns (a Score)
     checks.partial(fraction, points, message) a share of a cell's points (a Score)
     checks.gpu(func, reference)               a GPU kernel on the cuda-sim simulator: results,
@@ -16,7 +16,9 @@ is wrong without showing expected values. A test cell that gives part of its poi
 expression whose value is a ``Score`` (nbgrader's convention: the number a graded cell displays
 is the points it earned; see ``autograder/scoring.py``). Nothing here writes to stderr, which
 nbgrader scores as a failure. Inputs are drawn fresh for every call (seeded from the OS), so an
-answer that hard-codes outputs for the inputs a student saw fails.
+answer that hard-codes outputs for the inputs a student saw fails. Programs are built and run
+where ``autograder.executor`` says: in the grader, a sandboxed process that never holds an
+expected value (bounds-checked, so an access out of bounds fails naming the buffer).
 """
 from __future__ import annotations
 
