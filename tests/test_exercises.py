@@ -125,15 +125,59 @@ HALF_RIGHT = {
 }
 
 
-def half_right(source: Path) -> nbformat.NotebookNode:
-    """The source with the answer cell of HALF_RIGHT replaced: the rest of the solutions in place."""
-    grade_id, code, _ = HALF_RIGHT[source.stem]
+# -- plausible wrong answers that earlier checks let through: each must lose its task's points -----
+# hw02 task 1: the stores without a block (no axes at all, so "no reduce axis" held vacuously).
+HW02_NO_BLOCK = '''
+@T.prim_func
+def bias_add(A: T.Buffer((2, 8, 16), "float32"), B: T.Buffer((8,), "float32"),
+             C: T.Buffer((2, 8, 16), "float32")):
+    T.func_attr({"global_symbol": "bias_add", "tir.noalias": True})
+    for n, c, w in T.grid(2, 8, 16):
+        C[n, c, w] = A[n, c, w] + B[c]
+'''
+# hw02 task 2: the product accumulated in C itself, the ReLU applied in place: no intermediate.
+HW02_NO_INTERMEDIATE = '''
+@I.ir_module
+class BatchMatmulReLU:
+    @T.prim_func
+    def bmm_relu(A: T.Buffer((4, 16, 32), "float32"), B: T.Buffer((4, 32, 24), "float32"),
+                 C: T.Buffer((4, 16, 24), "float32")):
+        T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
+        for b, i, j, k in T.grid(4, 16, 24, 32):
+            with T.block("Y"):
+                vb, vi, vj, vk = T.axis.remap("SSSR", [b, i, j, k])
+                with T.init():
+                    C[vb, vi, vj] = T.float32(0)
+                C[vb, vi, vj] = C[vb, vi, vj] + A[vb, vi, vk] * B[vb, vk, vj]
+        for b, i, j in T.grid(4, 16, 24):
+            with T.block("C"):
+                vb, vi, vj = T.axis.remap("SSS", [b, i, j])
+                C[vb, vi, vj] = T.max(C[vb, vi, vj], T.float32(0))
+'''
+# homework stem -> {answer cell: (the wrong code put there, the test cells that then earn 0)}; the
+# answers of one homework are replaced together, every other test earns all its points.
+WRONG = {
+    "hw02_tensor_programs": {"task1-answer": (HW02_NO_BLOCK, ["task1"]),
+                             "task2-answer": (HW02_NO_INTERMEDIATE, ["task2"])},
+}
+
+
+def replaced(source: Path, answers: dict) -> nbformat.NotebookNode:
+    """The source with the answer cells in ``answers`` (grade_id -> code) replaced: the rest of
+    the solutions in place."""
     nb = notebook.read(source)
-    cell = nb.cells[notebook.cells_by_grade_id(nb)[grade_id]]
-    before, rest = cell.source.split(notebook.BEGIN_SOLUTION, 1)
-    after = rest.split(notebook.END_SOLUTION, 1)[1]
-    cell.source = f"{before}{notebook.BEGIN_SOLUTION}\n{code.strip()}\n{notebook.END_SOLUTION}{after}"
+    for grade_id, code in answers.items():
+        cell = nb.cells[notebook.cells_by_grade_id(nb)[grade_id]]
+        before, rest = cell.source.split(notebook.BEGIN_SOLUTION, 1)
+        after = rest.split(notebook.END_SOLUTION, 1)[1]
+        cell.source = f"{before}{notebook.BEGIN_SOLUTION}\n{code.strip()}\n{notebook.END_SOLUTION}{after}"
     return nb
+
+
+def half_right(source: Path) -> nbformat.NotebookNode:
+    """The source with the answer cell of HALF_RIGHT replaced."""
+    grade_id, code, _ = HALF_RIGHT[source.stem]
+    return replaced(source, {grade_id: code})
 
 
 def test_every_chapter_from_02_has_homework():
@@ -174,7 +218,10 @@ def test_grader_gives_solutions_full_marks_stubs_zero_and_half_right_what_the_te
     solved.write_bytes(source.read_bytes())
     blank.write_bytes((REPO / "exercises" / source.name).read_bytes())
     nbformat.write(half_right(source), str(half))
-    results = {r["name"]: r for r in grade_many(source, [solved, blank, half], tmp_path / "out", jobs=2,
+    wrong = WRONG.get(source.stem, {})
+    if wrong:
+        nbformat.write(replaced(source, {g: code for g, (code, _) in wrong.items()}), str(folder / "wrong.ipynb"))
+    results = {r["name"]: r for r in grade_many(source, sorted(folder.glob("*.ipynb")), tmp_path / "out", jobs=2,
                                                 progress_bar=False)}
     full = results["solved"]
     failed = [(t["name"], t["output"]) for t in full["tests"] if t["score"] < t["max_score"]]
@@ -190,3 +237,8 @@ def test_grader_gives_solutions_full_marks_stubs_zero_and_half_right_what_the_te
     want = {t["grade_id"]: t["max_score"] * shares.get(t["grade_id"], 1) for t in partly["tests"]}
     outputs = {t["grade_id"]: t["output"] for t in partly["tests"] if got[t["grade_id"]] != want[t["grade_id"]]}
     assert got == pytest.approx(want), outputs
+    if wrong:
+        losing = {test for _, tests in wrong.values() for test in tests}
+        got = {t["grade_id"]: t["score"] for t in results["wrong"]["tests"]}
+        want = {t["grade_id"]: 0 if t["grade_id"] in losing else t["max_score"] for t in results["wrong"]["tests"]}
+        assert got == want, {t["grade_id"]: t["output"] for t in results["wrong"]["tests"]}
