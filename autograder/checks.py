@@ -2,6 +2,7 @@
 
     checks.numerics(func, reference)          build and run ``func`` on fresh random inputs; compare
     checks.model_numerics(mod, reference, shapes)   a relax module through relax.build and the VM
+    checks.run_model(mod, *arrays)            a relax module's ``main`` on given arrays: its output
     checks.same_structure(func, expected)     the IR is the target form (structural equality)
     checks.loops(func, block)                 the loop extents and kinds above a block
     checks.replays(schedule, original)        a schedule's trace, replayed, gives its module
@@ -179,6 +180,13 @@ def model_numerics(mod, reference, shapes: list, *, target: str = "llvm", dtype:
     inputs = [random_array(shape, dtype, rng) for shape in shapes]
     got = _execute(mod, "model", tuple(inputs), target=target)
     compare(got, np.asarray(reference(*inputs)), "the module's output", rtol, atol)
+
+
+def run_model(mod, *arrays, target: str = "llvm"):
+    """The output (numpy) of ``mod``'s relax ``main`` on ``arrays``, built with ``relax.build``
+    and run where programs run (``autograder.executor``): compare it here, with values the
+    student's code never sees."""
+    return _execute(mod, "model", tuple(np.ascontiguousarray(a) for a in arrays), target=target)
 
 
 # -- structure ------------------------------------------------------------------------------------

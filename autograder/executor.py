@@ -9,7 +9,7 @@ them with the expected values it computed itself. So a kernel that reads out of 
 only its own inputs, and one that writes out of bounds crashes the executor, not the grader
 (which starts a fresh one for the next request).
 
-Correctness runs are built with ``-bounds-check``: an access out of bounds stops the program with
+Correctness runs (prim_funcs and relax modules) are built with ``-bounds-check``: an access out of bounds stops the program with
 an error naming the buffer and the index. Timed runs are built without it, after one checked run
 of the same program.
 
@@ -93,7 +93,7 @@ def op_model(mod, inputs: tuple, target: str):
     import mlc_lab
     from mlc_lab import relax
     try:
-        vm = relax.VirtualMachine(relax.build(mod, target=target), mlc_lab.cpu())
+        vm = relax.VirtualMachine(relax.build(mod, target=checked(target)), mlc_lab.cpu())
         got = vm["main"](*[mlc_lab.nd.array(x) for x in inputs])
     except Exception as exc:
         raise RunError(f"failed to build or run: {type(exc).__name__}: {_first_line(exc)}") from None

@@ -2,6 +2,8 @@
 instructor source, and the real grader gives the source (every solution in place) full marks and
 the student version (every solution a stub) zero, without a crash. Partial credit: one
 half-right answer per homework loses exactly the tests its text says it does."""
+import ast
+import re
 from pathlib import Path
 
 import nbformat
@@ -183,6 +185,23 @@ def half_right(source: Path) -> nbformat.NotebookNode:
 def test_every_chapter_from_02_has_homework():
     assert [p.name[2:4] for p in SOURCES] == ["02", "03", "04", "05", "06", "07"]
     assert sorted(HALF_RIGHT) == [p.stem for p in SOURCES]
+
+
+RUNS_PROGRAMS = re.compile(r"\b(mlc_lab\.build|relax\.build|VirtualMachine|time_evaluator|\.simulate)\(")
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_tests_run_student_programs_only_through_checks(source):
+    """A test cell builds and runs the student's IR only through ``checks`` (which in the grader
+    sends it to the sandboxed executor): never itself, nor through a setup function that does,
+    which would run it beside the expected values."""
+    nb = notebook.read(source)
+    setup = "\n".join(notebook.setup_code(nb))
+    runners = {node.name for node in ast.walk(ast.parse(setup)) if isinstance(node, ast.FunctionDef)
+               and RUNS_PROGRAMS.search(ast.get_source_segment(setup, node) or "")}
+    for task in notebook.tasks(nb):
+        used = RUNS_PROGRAMS.findall(task.source) + [f for f in runners if re.search(rf"\b{f}\(", task.source)]
+        assert not used, f"{task.grade_id} runs programs itself: {used}"
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
