@@ -156,11 +156,17 @@ class BatchMatmulReLU:
                 vb, vi, vj = T.axis.remap("SSS", [b, i, j])
                 C[vb, vi, vj] = T.max(C[vb, vi, vj], T.float32(0))
 '''
+# hw04 task 1: the j tiling written by hand; the i tiling sampled, so seeds still differ.
+HW04_HAND_TILED_J = _edited("hw04_auto_optimization", "task1-answer",
+                            "sch.split(j, factors=sch.sample_perfect_tile(j, n=2, max_innermost_factor=32))",
+                            "sch.split(j, factors=[None, 32])")
 # homework stem -> {answer cell: (the wrong code put there, the test cells that then earn 0)}; the
-# answers of one homework are replaced together, every other test earns all its points.
+# answers of one homework are replaced together, and the other tests of those tasks earn all
+# their points (the answer is wrong in that one way only).
 WRONG = {
     "hw02_tensor_programs": {"task1-answer": (HW02_NO_BLOCK, ["task1"]),
                              "task2-answer": (HW02_NO_INTERMEDIATE, ["task2"])},
+    "hw04_auto_optimization": {"task1-answer": (HW04_HAND_TILED_J, ["task1"])},
 }
 
 
@@ -256,8 +262,10 @@ def test_grader_gives_solutions_full_marks_stubs_zero_and_half_right_what_the_te
     want = {t["grade_id"]: t["max_score"] * shares.get(t["grade_id"], 1) for t in partly["tests"]}
     outputs = {t["grade_id"]: t["output"] for t in partly["tests"] if got[t["grade_id"]] != want[t["grade_id"]]}
     assert got == pytest.approx(want), outputs
-    if wrong:
+    if wrong:     # each wrong answer loses its tests, and only those of its task
         losing = {test for _, tests in wrong.values() for test in tests}
-        got = {t["grade_id"]: t["score"] for t in results["wrong"]["tests"]}
-        want = {t["grade_id"]: 0 if t["grade_id"] in losing else t["max_score"] for t in results["wrong"]["tests"]}
-        assert got == want, {t["grade_id"]: t["output"] for t in results["wrong"]["tests"]}
+        tasks = {answer.split("-")[0] for answer in wrong}
+        tests = [t for t in results["wrong"]["tests"] if t["grade_id"].split("-")[0] in tasks]
+        got = {t["grade_id"]: t["score"] for t in tests}
+        want = {t["grade_id"]: 0 if t["grade_id"] in losing else t["max_score"] for t in tests}
+        assert got == want, {t["grade_id"]: t["output"] for t in tests}
