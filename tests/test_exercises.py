@@ -160,6 +160,9 @@ class BatchMatmulReLU:
 HW04_HAND_TILED_J = _edited("hw04_auto_optimization", "task1-answer",
                             "sch.split(j, factors=sch.sample_perfect_tile(j, n=2, max_innermost_factor=32))",
                             "sch.split(j, factors=[None, 32])")
+# hw06 task 3: 8 x 8 tiles, so every element of A and B is read from global memory twice as often.
+HW06_SMALL_TILES = _edited("hw06_gpu", "task3-answer", "def tile_matmul(mod, tile=16):",
+                           "def tile_matmul(mod, tile=8):")
 # homework stem -> {answer cell: (the wrong code put there, the test cells that then earn 0)}; the
 # answers of one homework are replaced together, and the other tests of those tasks earn all
 # their points (the answer is wrong in that one way only).
@@ -167,6 +170,7 @@ WRONG = {
     "hw02_tensor_programs": {"task1-answer": (HW02_NO_BLOCK, ["task1"]),
                              "task2-answer": (HW02_NO_INTERMEDIATE, ["task2"])},
     "hw04_auto_optimization": {"task1-answer": (HW04_HAND_TILED_J, ["task1"])},
+    "hw06_gpu": {"task3-answer": (HW06_SMALL_TILES, ["task3", "task3-banks"])},
 }
 
 
