@@ -35,6 +35,15 @@ def refuse_without_sandbox(limits: Limits) -> None:
                              "run them unconfined (only for notebooks you trust)")
 
 
+def read_submission(path: Path, name: str, tasks: list) -> tuple:
+    """(the submission's bytes, None), read without following a link; (None, its result: every
+    task 0 with the reason) when it is a link, not a plain file, or too large."""
+    try:
+        return artifacts.open_plain(path), None
+    except artifacts.ArtifactError as exc:
+        return None, report.failure(name, tasks, f"the submission could not be read: {exc}", 0.0)
+
+
 def grade_one(source: bytes, submission: bytes, name: str, limits: dict | None = None) -> dict:
     """Grade one submission (notebooks as bytes) in a worker process; the Gradescope-style result,
     also when grading itself fails (every task 0, with the reason). Runs anywhere mlc_lab is
@@ -129,13 +138,6 @@ def grade_many(source: Path, submissions: list, out: Path, jobs: int = 2, timeou
     bar = _bar(len(todo), progress_bar)
     done = []
 
-    def intake(name: str, path: Path):
-        """The submission's bytes, read without following a link; a result when that fails."""
-        try:
-            return artifacts.open_plain(path), None
-        except artifacts.ArtifactError as exc:
-            return None, report.failure(name, tasks, f"the submission could not be read: {exc}", 0.0)
-
     def record(result: dict) -> None:
         report.write_submission(out / result["name"], result, tasks)
         done.append(result)
@@ -144,7 +146,7 @@ def grade_many(source: Path, submissions: list, out: Path, jobs: int = 2, timeou
     def run(submit, completed) -> None:
         futures = []
         for name, path in todo:
-            data, refused = intake(name, path)
+            data, refused = read_submission(path, name, tasks)
             if refused:
                 record(refused)
             else:

@@ -55,15 +55,19 @@ def main(argv=None) -> int:
         if args.command == "assign":
             print(f"wrote {assign(args.source, args.out)}")
         elif args.command == "grade":
-            from .batch import grade_many
+            from .batch import SandboxMissing, grade_many
             limits = {"cell_timeout": args.cell_timeout} if args.cell_timeout else {}
             if args.no_sandbox:
                 limits["sandbox"] = False
             if args.memory:
                 limits["memory_bytes"] = int(args.memory * (1 << 30))
-            results = grade_many(args.source, args.submissions, args.out, jobs=args.jobs, timeout=args.timeout,
-                                 force=args.force, dask_address=args.dask, limits=limits,
-                                 progress_bar=not args.quiet)
+            try:
+                results = grade_many(args.source, args.submissions, args.out, jobs=args.jobs, timeout=args.timeout,
+                                     force=args.force, dask_address=args.dask, limits=limits,
+                                     progress_bar=not args.quiet)
+            except SandboxMissing as exc:
+                print(f"mlc-lab grade: {exc}", file=sys.stderr)
+                return 2
             skipped = len(args.submissions) - len(results)
             print(f"graded {len(results)} submission(s)" + (f", {skipped} already graded (--force grades "
                                                               "them again)" if skipped else "")
@@ -73,12 +77,6 @@ def main(argv=None) -> int:
             print(f"wrote {package(args.source, args.out, sandbox=not args.no_sandbox)}")
     except notebook.FormatError as exc:
         print(f"mlc-lab {args.command}: {args.source}: {exc}", file=sys.stderr)
-        return 2
-    except RuntimeError as exc:
-        from .batch import SandboxMissing
-        if not isinstance(exc, SandboxMissing):
-            raise
-        print(f"mlc-lab grade: {exc}", file=sys.stderr)
         return 2
     return 0
 

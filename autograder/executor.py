@@ -33,6 +33,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from . import artifacts
+from .checks import _first_line
 
 REQUEST_SECONDS = 300      # the longest one request may take (a build, some timed rounds)
 
@@ -111,11 +112,6 @@ def op_simulate(func, args: tuple) -> tuple:
 
 
 OPS = {"run": op_run, "speed": op_speed, "model": op_model, "simulate": op_simulate}
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 # -- where they run ------------------------------------------------------------------------------

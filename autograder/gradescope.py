@@ -20,7 +20,7 @@ import zipfile
 from dataclasses import asdict
 from pathlib import Path
 
-from . import artifacts, notebook, report
+from . import notebook, report
 
 SETUP = """#!/usr/bin/env bash
 set -euo pipefail
@@ -56,7 +56,7 @@ def package(source: Path, out: Path, timeout: float = 900, sandbox: bool = True)
 
 def run_autograder(source: Path, submitted: Path, results: Path, timeout: float = 900, sandbox: bool = True) -> dict:
     """Grade the one notebook in folder ``submitted`` against ``source``; write ``results``."""
-    from .batch import grade_one
+    from .batch import grade_one, read_submission
     from .runner import Limits
     tasks = notebook.tasks(notebook.read(source))
     start = time.monotonic()
@@ -65,13 +65,13 @@ def run_autograder(source: Path, submitted: Path, results: Path, timeout: float 
         if len(found) != 1:
             result = report.failure("submission", tasks, f"Submit exactly one .ipynb notebook (found {len(found)}).", 0.0)
         else:
-            data = artifacts.open_plain(Path(submitted) / found[0])
-            limits = asdict(Limits(notebook_timeout=float(timeout), sandbox=sandbox))
-            result = grade_one(Path(source).read_bytes(), data, "submission", limits)
+            data, result = read_submission(Path(submitted) / found[0], "submission", tasks)
+            if data is not None:
+                limits = asdict(Limits(notebook_timeout=float(timeout), sandbox=sandbox))
+                result = grade_one(Path(source).read_bytes(), data, "submission", limits)
     except Exception as exc:
-        reason = f"the submission could not be read: {exc}" if isinstance(exc, artifacts.ArtifactError) \
-            else f"grading failed: {type(exc).__name__}: {str(exc)[:500]}"
-        result = report.failure("submission", tasks, reason, time.monotonic() - start)
+        result = report.failure("submission", tasks, f"grading failed: {type(exc).__name__}: {str(exc)[:500]}",
+                                time.monotonic() - start)
     report.write_results(Path(results), result)
     return result
 

@@ -45,15 +45,14 @@ class SandboxedKernel:
 
     def __init__(self, nb, limits, setup: list | None = None):
         self.limits = limits
-        root = hasattr(os, "geteuid") and os.geteuid() == 0
         self.folder = Path(tempfile.mkdtemp(dir=private_folder("mlc-lab-sandboxes", 0o711)))
         self.workdir, self.requests, stage = (self.folder / n for n in ("work", "requests", "stage"))
         for folder in (self.workdir, self.requests, stage):
             folder.mkdir()
         os.chmod(stage, 0o755)
-        kernel_uid = sandbox.fresh_uid(0) if limits.sandbox else None
+        kernel_uid = sandbox.fresh_uid(0) if limits.sandbox else None    # only ever set as root
         self.owner = kernel_uid      # who answers in a request folder (None: nothing changes hands)
-        if root and kernel_uid is not None:
+        if kernel_uid is not None:
             for folder in (self.folder, self.requests):
                 os.chown(folder, NOBODY, NOBODY)
                 os.chmod(folder, 0o711)

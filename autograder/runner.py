@@ -71,11 +71,11 @@ class RemoteSubmission(Submission):
         return str(self.kernel.requests)
 
     def prepare(self, folder: Path) -> None:
-        if self.kernel.owner is not None and os.geteuid() == 0:
+        if self.kernel.owner is not None:
             os.chown(folder, NOBODY, NOBODY)
 
     def fetch(self, folder: Path) -> None:
-        if self.kernel.owner is not None and os.geteuid() == 0:
+        if self.kernel.owner is not None:
             os.chown(folder, self.kernel.owner, self.kernel.owner)
         code = f"__import__('importlib').import_module('autograder.submission').serve({str(folder)!r})"
         cell = nbformat.from_dict({"cell_type": "code", "source": code, "metadata": {}, "outputs": [],
@@ -122,9 +122,10 @@ def grade(source_path: Path, submission_path: Path, limits: Limits, progress: Pa
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
 
-    kernel = SandboxedKernel(student, limits, setup=notebook.setup_code(source))
+    setup = notebook.setup_code(source)
+    kernel = SandboxedKernel(student, limits, setup=setup)
     sub = RemoteSubmission(kernel)
-    namespace = executor.run_setup(notebook.setup_code(source))
+    namespace = executor.run_setup(setup)
     graded, notes, failed_cells = set(), [], []
     deadline = time.monotonic() + limits.notebook_timeout
     token = executor.use(kernel.executor)
