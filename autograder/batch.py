@@ -49,17 +49,19 @@ def grade_one(source: bytes, submission: bytes, name: str, limits: dict | None =
     also when grading itself fails (every task 0, with the reason). Runs anywhere mlc_lab is
     installed (a Dask worker too): everything it needs is in its arguments."""
     limits_obj = Limits(**(limits or {}))
-    tasks = notebook.tasks(notebook.read_bytes(source))
+    source_nb = notebook.read_bytes(source)
+    tasks = notebook.tasks(source_nb)
     start = time.monotonic()
     try:
         refuse_without_sandbox(limits_obj)
-        return _grade_in_worker(source, submission, name, limits_obj, tasks)
+        return _grade_in_worker(source, submission, name, limits_obj, tasks, notebook.questions(source_nb))
     except Exception as exc:
         return report.failure(name, tasks, f"grading failed: {type(exc).__name__}: {str(exc)[:500]}",
                               time.monotonic() - start)
 
 
-def _grade_in_worker(source: bytes, submission: bytes, name: str, limits_obj: Limits, tasks: list) -> dict:
+def _grade_in_worker(source: bytes, submission: bytes, name: str, limits_obj: Limits, tasks: list,
+                     questions: list) -> dict:
     work = Path(tempfile.mkdtemp(dir=private_folder("mlc-lab-grading", 0o700)))
     start = time.monotonic()
     try:
@@ -84,7 +86,7 @@ def _grade_in_worker(source: bytes, submission: bytes, name: str, limits_obj: Li
         records = _read_progress(progress)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return report.results(name, tasks, records, crash, time.monotonic() - start, worker_log)
+    return report.results(name, tasks, records, crash, time.monotonic() - start, worker_log, questions)
 
 
 def _kill_group(proc) -> None:
@@ -121,7 +123,8 @@ def grade_many(source: Path, submissions: list, out: Path, jobs: int = 2, timeou
     source, out = Path(source), Path(out)
     out.mkdir(parents=True, exist_ok=True)
     source_bytes = source.read_bytes()
-    tasks = notebook.tasks(notebook.read_bytes(source_bytes))
+    source_nb = notebook.read_bytes(source_bytes)
+    tasks, questions = notebook.tasks(source_nb), notebook.questions(source_nb)
     limits = dict(limits or {})
     if timeout is not None:
         limits["notebook_timeout"] = float(timeout)
@@ -163,7 +166,7 @@ def grade_many(source: Path, submissions: list, out: Path, jobs: int = 2, timeou
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             run(lambda name, data: pool.submit(grade_one, source_bytes, data, name, limits), as_completed)
     bar.close()
-    report.write_grades_csv(out, tasks, sorted(names))
+    report.write_grades_csv(out, tasks, sorted(names), questions)
     return done
 
 

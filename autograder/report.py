@@ -49,9 +49,11 @@ def _points(value, most: float) -> float:
     return min(max(value, 0.0), float(most)) if math.isfinite(value) else 0.0
 
 
-def results(name: str, tasks: list, records: list, crash: str, seconds: float, worker_log: str = "") -> dict:
+def results(name: str, tasks: list, records: list, crash: str, seconds: float, worker_log: str = "",
+            questions: list = ()) -> dict:
     """The result of one submission from the worker's progress records (tasks it never reached
-    score 0, with the reason)."""
+    score 0, with the reason). Written ``questions`` are listed with the student's answer for the
+    TA and count for nothing here: their points are given by hand."""
     by_id = {r["grade_id"]: r for r in records if isinstance(r, dict) and "grade_id" in r}
     done = next((r for r in records if isinstance(r, dict) and "done" in r), None)
     why_missing = crash or (done["done"] if done and done["done"] != "ok" else "") or \
@@ -64,7 +66,10 @@ def results(name: str, tasks: list, records: list, crash: str, seconds: float, w
                       "output": clean(r.get("output", "")), "visibility": "visible",
                       "student_ir": [clean(text, 20000) for text in r.get("student_ir", [])]})
     notes = [n for n in (done["done"] if done else "", crash) if n and n != "ok"]
-    return {"name": name, "score": round(sum(t["score"] for t in tests), 4),
+    answers = {r["answer"]: r.get("text", "") for r in records if isinstance(r, dict) and "answer" in r}
+    written = [{"name": clean(q.title, 500), "grade_id": q.grade_id, "max_score": float(q.points),
+                "answer": clean(answers.get(q.grade_id, "(no answer was collected)"))} for q in questions]
+    return {"name": name, "questions": written, "score": round(sum(t["score"] for t in tests), 4),
             "max_score": sum(task.points for task in tasks), "execution_time": round(seconds, 2),
             "output": clean("; ".join(notes) or "the notebook ran to the end"),
             "tests": tests, "worker_log": worker_log}
@@ -84,6 +89,10 @@ def gradescope(result: dict) -> dict:
               "visibility": "visible", "output": clean(t["output"]), "output_format": "text",
               "extra_data": {"grade_id": t["grade_id"]}}
              for n, t in enumerate(result["tests"], 1)]
+    tests += [{"name": clean(f"{q['name']} (graded by hand, {q['max_score']:g} points)", 600),
+               "number": str(n), "visibility": "visible", "output": clean(q["answer"]), "output_format": "text",
+               "extra_data": {"grade_id": q["grade_id"], "graded_by_hand": True, "points": q["max_score"]}}
+              for n, q in enumerate(result.get("questions", []), len(tests) + 1)]
     return {"score": result["score"], "execution_time": result["execution_time"],
             "output": clean(result["output"]), "output_format": "text", "test_output_format": "text",
             "visibility": "visible", "extra_data": {"submission": result["name"]}, "tests": tests}
@@ -134,6 +143,8 @@ def feedback_html(result: dict) -> str:
         rows.append(f'<section class="task {verdict}"><h2>{esc(t["name"])} <span>{t["score"]:g} / '
                     f'{t["max_score"]:g}</span></h2><p class="verdict">{verdict}</p>'
                     f"<p>{esc(t['output'])}</p>{ir}</section>")
+    rows += [f'<section class="task manual"><h2>{esc(q["name"])} <span>graded by hand, {q["max_score"]:g} '
+             f'points</span></h2><pre>{esc(q["answer"])}</pre></section>' for q in result.get("questions", [])]
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>Feedback: {esc(result['name'])}</title>"
             "<style>body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
             ".task{border-left:6px solid #999;padding:0 1em;margin:1em 0}.passed{border-color:#1a7f37}"
@@ -143,19 +154,21 @@ def feedback_html(result: dict) -> str:
             f"<p>{esc(result['output'])}</p>{''.join(rows)}</body></html>")
 
 
-def write_grades_csv(out: Path, tasks, names: list) -> None:
+def write_grades_csv(out: Path, tasks, names: list, questions=()) -> None:
     """One row per submission with results in ``out``, one column per task (found by the
-    grade_id in each test's extra_data), and the total."""
+    grade_id in each test's extra_data), the total, then an empty column per written question
+    for the TA who grades it by hand."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["submission", *(t.grade_id for t in tasks), "total"])
+    writer.writerow(["submission", *(t.grade_id for t in tasks), "total", *(f"{q.grade_id} (by hand)" for q in questions)])
     for name in names:
         path = out / name / RESULTS
         if not path.exists():
             continue
         result = json.loads(path.read_text(encoding="utf-8"))
-        scores = {(t.get("extra_data") or {}).get("grade_id"): t["score"] for t in result["tests"]}
-        writer.writerow([name, *(f"{scores.get(t.grade_id, 0):g}" for t in tasks), f"{result['score']:g}"])
+        scores = {(t.get("extra_data") or {}).get("grade_id"): t["score"] for t in result["tests"] if "score" in t}
+        writer.writerow([name, *(f"{scores.get(t.grade_id, 0):g}" for t in tasks), f"{result['score']:g}",
+                         *("" for _ in questions)])
     _write_atomically(out / GRADES, buffer.getvalue())
 
 

@@ -121,6 +121,8 @@ def grade(source_path: Path, submission_path: Path, limits: Limits, progress: Pa
     for cell in student.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+    for answer in notebook.answers(student, source):     # written questions, for the TA
+        emit({"answer": answer["grade_id"], "text": answer["text"]})
 
     setup = notebook.setup_code(source)
     kernel = SandboxedKernel(student, limits, setup=setup)

@@ -298,3 +298,51 @@ def test_no_sandbox_grades_the_same(tmp_path):
     result = json.loads((tmp_path / "out" / "mine" / "results.json").read_text())
     scores = {t["extra_data"]["grade_id"]: t["score"] for t in result["tests"]}
     assert scores == {"t1": 2, "t2": 0, "t3": 1, "t4": 0, "t5": 2}, result
+
+
+def _with_question(nb, text="### BEGIN SOLUTION\nBecause the tiles fit in L1.\n### END SOLUTION"):
+    cell = notebook.nbformat.v4.new_markdown_cell(text)
+    cell.metadata["nbgrader"] = {"grade": True, "solution": True, "grade_id": "why", "points": 2,
+                                 "locked": False, "schema_version": 3}
+    nb.cells.append(cell)
+    return nb
+
+
+def test_a_written_question_is_released_as_a_prompt_and_is_no_test():
+    source = _with_question(hw.source())
+    student = notebook.release(source)
+    assert student.cells[-1].source == "YOUR ANSWER HERE"
+    assert [q.grade_id for q in notebook.questions(source)] == ["why"]
+    assert "why" not in {t.grade_id for t in notebook.tasks(source)}
+    code = _with_question(hw.source())
+    code.cells[-1].cell_type = "code"
+    with pytest.raises(notebook.FormatError, match="markdown"):
+        notebook.tasks(code)
+
+
+def test_a_written_answer_reaches_the_ta_cleaned_and_earns_nothing_by_itself(tmp_path):
+    """The student's text is collected by grade_id, cut to MAX_ANSWER and cleaned like any output
+    a student steers; results.json lists it without a score, grades.csv leaves its column empty."""
+    from autograder import report
+    source = _with_question(hw.source())
+    student = _with_question(hw.source(), "\x1b[2JTiles fit in L1 <b>cache</b>. " + "x" * 10000)
+    answers = notebook.answers(student, source)
+    assert [a["grade_id"] for a in answers] == ["why"] and len(answers[0]["text"]) == notebook.MAX_ANSWER
+    missing = notebook.answers(hw.source(), source)
+    assert "missing" in missing[0]["text"]
+    tasks, questions = notebook.tasks(source), notebook.questions(source)
+    records = [{"answer": "why", "text": answers[0]["text"]}, {"grade_id": "t1", "score": 2.0, "output": "passed"},
+               {"done": "ok", "cells_failed": []}]
+    result = report.results("alice", tasks, records, "", 1.0, questions=questions)
+    assert result["score"] == 2.0 and result["max_score"] == sum(t.points for t in tasks)
+    report.write_submission(tmp_path / "alice", result, tasks)
+    written = json.loads((tmp_path / "alice" / report.RESULTS).read_text())
+    manual = written["tests"][-1]
+    assert set(manual) <= DOCUMENTED_TEST and "score" not in manual and manual["extra_data"]["graded_by_hand"]
+    assert manual["output"].startswith("Tiles fit in L1 <b>cache</b>.") and "\x1b" not in manual["output"]
+    assert written["score"] == 2.0
+    feedback = (tmp_path / "alice" / report.FEEDBACK).read_text()
+    assert "graded by hand" in feedback and "&lt;b&gt;cache&lt;/b&gt;" in feedback
+    report.write_grades_csv(tmp_path, tasks, ["alice"], questions)
+    header, row = (tmp_path / report.GRADES).read_text().splitlines()
+    assert header.endswith(",total,why (by hand)") and row == "alice,2,0,0,0,0,2,"
