@@ -17,6 +17,7 @@ of the same program.
     speed(func, baseline, args, target)  per-round time ratios, baseline / func, interleaved
     model(mod, inputs, target)           a relax module's ``main`` through relax.build and the VM
     simulate(func, args)                 args after a cuda-sim run, and each kernel's counters
+                                         and shared memory per block (``shared_bytes``)
 """
 from __future__ import annotations
 
@@ -133,7 +134,8 @@ class Remote:
         reply = self._request(op, values, params)
         if op == "simulate":
             outputs, runs = reply
-            return outputs, [SimpleNamespace(name=r["name"], counters=_counters(r["counters"])) for r in runs]
+            return outputs, [SimpleNamespace(name=r["name"], counters=_counters(r["counters"]),
+                                             shared_bytes=int(r["shared_bytes"])) for r in runs]
         return reply
 
     def _start(self) -> None:
@@ -264,7 +266,7 @@ def serve() -> None:
             result = OPS[header["op"]](*values, **header.get("params", {}))
             if header["op"] == "simulate":
                 outputs, runs = result
-                result = (outputs, [{"name": getattr(r.kernel, "name", "kernel"),
+                result = (outputs, [{"name": getattr(r.kernel, "name", "kernel"), "shared_bytes": r.shared_bytes,
                                      "counters": {**asdict(r.counters)}} for r in runs])
             send(replies, {"ok": True}, result)
         except RunError as exc:
