@@ -251,6 +251,9 @@ def speedup(func, baseline, *, func_name: str | None = None, target: str = "llvm
                                       min_seconds=min_seconds))
 
 
+RATIO_IN_MESSAGE = r" (\d+(?:\.\d+)?)x[: ]"    # the ratio in by_ratio's messages (mlc-lab calibrate reads it)
+
+
 def by_ratio(ratio: float, full: float, partial: float | None = None, what: str = "speedup", *,
              points: float) -> Score:
     """The Score a speed ratio earns of a cell's ``points`` (no default: a wrong one would pass
@@ -258,7 +261,7 @@ def by_ratio(ratio: float, full: float, partial: float | None = None, what: str 
     linearly from 0.5 to 1; below ``partial`` (or ``full`` when no partial) a failure. End the
     test cell with it, so that its value is the cell's score."""
     if ratio >= full:
-        return Score(points)
+        return Score(points, f"{what} {ratio:.2f}x: full points from {full:g}x")
     if partial is not None and ratio >= partial:
         share = 0.5 + 0.5 * (ratio - partial) / (full - partial)
         return Score(round(share * points, 4), f"{what} {ratio:.2f}x: full points need {full:g}x, "

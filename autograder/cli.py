@@ -26,7 +26,7 @@ def assign(source: Path, out: Path) -> Path:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="mlc-lab", description="Homework for mlc_lab: assign, grade, Gradescope.")
+    parser = argparse.ArgumentParser(prog="mlc-lab", description="Homework for mlc_lab: assign, grade, calibrate, Gradescope.")
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("assign", help="write the student version of a source notebook")
     p.add_argument("source", type=Path)
@@ -49,6 +49,11 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, required=True, help="the .zip to write")
     p.add_argument("--no-sandbox", action="store_true",
                    help="grade without the sandbox (for a container that forbids user namespaces)")
+    p = commands.add_parser("calibrate", help="the speed ratios the source's solutions reach here, "
+                                              "next to its timed tests' thresholds")
+    p.add_argument("source", type=Path)
+    p.add_argument("--runs", type=int, default=3, help="gradings of the solutions (default 3)")
+    p.add_argument("--no-sandbox", action="store_true", help="time outside the sandbox (no bubblewrap here)")
     args = parser.parse_args(argv)
 
     try:
@@ -72,6 +77,9 @@ def main(argv=None) -> int:
             print(f"graded {len(results)} submission(s)" + (f", {skipped} already graded (--force grades "
                                                               "them again)" if skipped else "")
                   + f"; grades in {args.out / 'grades.csv'}")
+        elif args.command == "calibrate":
+            from .calibrate import calibrate, format_rows
+            print(format_rows(calibrate(args.source, args.runs, {"sandbox": False} if args.no_sandbox else None)))
         elif args.command == "gradescope":
             from .gradescope import package
             print(f"wrote {package(args.source, args.out, sandbox=not args.no_sandbox)}")

@@ -346,3 +346,34 @@ def test_a_written_answer_reaches_the_ta_cleaned_and_earns_nothing_by_itself(tmp
     report.write_grades_csv(tmp_path, tasks, ["alice"], questions)
     header, row = (tmp_path / report.GRADES).read_text().splitlines()
     assert header.endswith(",total,why (by hand)") and row == "alice,2,0,0,0,0,2,"
+
+
+def test_calibrate_reads_thresholds_and_judges_the_solutions_ratios():
+    from autograder import calibrate
+    assert calibrate.thresholds("x = 1\n### BEGIN HIDDEN TESTS\nchecks.by_ratio(r, full=3, partial=1.5, points=2)\n"
+                                "### END HIDDEN TESTS") == {"full": 3, "partial": 1.5}
+    assert calibrate.thresholds("checks.numerics(f, ref)") is None
+    assert calibrate.verdict([4.1, 3.9, 4.4], full=3) == "ok"
+    assert calibrate.verdict([3.2, 3.9], full=3).startswith("tight")
+    assert calibrate.verdict([2.4, 3.9], full=3).startswith("too strict") and "full <= 2.09" in calibrate.verdict([2.4], 3)
+    message = checks.by_ratio(3.5, full=3, partial=1.5, points=2).message
+    assert float(__import__("re").search(checks.RATIO_IN_MESSAGE, message).group(1)) == 3.5
+
+
+def test_mlc_lab_calibrate_grades_the_solutions_and_prints_each_timed_test(tmp_path):
+    """The command grades the source's own solutions as a submission (sandboxed where it can be)
+    and prints the timed test with its threshold and the ratios measured."""
+    from autograder import sandbox
+    path = tmp_path / "hw.ipynb"
+    hw.write(hw.source(), path)
+    command = [sys.executable, "-m", "autograder.cli", "calibrate", str(path), "--runs", "2"]
+    if sandbox.problem() and not os.environ.get("CI"):
+        command.append("--no-sandbox")
+    out = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    header, row = out.stdout.strip().splitlines()
+    assert header.split()[:5] == ["test", "full", "partial", "slowest", "median"]
+    fields = row.split()
+    assert fields[0] == "t4" and fields[1] == "2x" and fields[2] == "-"
+    assert float(fields[3].rstrip("x")) <= float(fields[4].rstrip("x"))
+    assert row.endswith("ok") or "tight" in row or "too strict" in row

@@ -54,13 +54,8 @@ HW03_UNSTABLE_SOFTMAX = _edited("hw03_end_to_end", "task4-answer",
                                 "T.exp(S[vi, vj] - M[vi])", "T.exp(S[vi, vj])")
 
 # hw04 task 4: the model's best-scored candidates, measured ones and repeats not left out.
-HW04_NO_DEDUPLICATION = '''
-def choose_batch(measured, seconds, candidates, k: int) -> list:
-    model = ms.GBDTModel(seed=0)
-    model.update(list(measured), [math.inf if s is None else float(s) for s in seconds])
-    scores = model.predict(list(candidates))
-    return sorted(range(len(candidates)), key=lambda i: -scores[i])[:k]
-'''
+HW04_NO_LIMIT = _edited("hw04_auto_optimization", "task3-answer",
+                        "        if limit and limit > 0 and tiles[-1] > limit:\n            continue\n", "")
 
 # hw05 task 5: a frontend that knows linear and ReLU layers only.
 HW05_RELU_ONLY = '''
@@ -120,7 +115,7 @@ HW07_CHAINS_ONLY = _edited("hw07_graph_optimization", "task2-answer",
 HALF_RIGHT = {
     "hw02_tensor_programs": ("task4-answer", HW02_UNROLL_AFTER_DECOMPOSE, {"task4-structure": 0.5}),
     "hw03_end_to_end": ("task4-answer", HW03_UNSTABLE_SOFTMAX, {"task4-stable": 0}),
-    "hw04_auto_optimization": ("task4-answer", HW04_NO_DEDUPLICATION, {"task4-unmeasured": 0}),
+    "hw04_auto_optimization": ("task3-answer", HW04_NO_LIMIT, {"task3": 0}),
     "hw05_framework_integration": ("task5-answer", HW05_RELU_ONLY, {"task5-activations": 0}),
     "hw06_gpu": ("task4-answer", HW06_NO_PADDING, {"task4-banks": 0}),
     "hw07_graph_optimization": ("task2-answer", HW07_CHAINS_ONLY, {"task2-tail": 0}),
@@ -156,21 +151,132 @@ class BatchMatmulReLU:
                 vb, vi, vj = T.axis.remap("SSS", [b, i, j])
                 C[vb, vi, vj] = T.max(C[vb, vi, vj], T.float32(0))
 '''
+# hw02 task 3: the kernel's window read transposed (K[f, c, j, i] for K[f, c, i, j]).
+HW02_KERNEL_TRANSPOSED = _edited("hw02_tensor_programs", "task3-answer", "K[vf, vc, vi, vj]", "K[vf, vc, vj, vi]")
+# hw02 task 5: the loops put in the textbook order i, j, k: right, but slower than MM_BASE's i, k, j.
+HW02_TEXTBOOK_ORDER = """
+sch_mm = tir.Schedule(MM_BASE)
+i, k, j = sch_mm.get_loops(sch_mm.get_block("C"))
+sch_mm.reorder(i, j, k)
+fast_mm = sch_mm.mod
+"""
+# hw03 task 1: the bias added inside the sum, so it is counted once per k.
+HW03_BIAS_IN_SUM = _edited("hw03_end_to_end", "task1-answer", "Y[vi, vj] = Y[vi, vj] + X[vi, vk] * W[vk, vj]",
+                           "Y[vi, vj] = Y[vi, vj] + X[vi, vk] * W[vk, vj] + B[vj]")
+# hw03 task 2: the right calls, but outside a dataflow block.
+HW03_NO_DATAFLOW = _edited("hw03_end_to_end", "task2-answer", """        with R.dataflow():
+            hidden = R.call_tir(cls.linear_relu, (x, w0, b0), out_sinfo=R.Tensor((BATCH, 32), "float32"))
+            scores = R.call_tir(cls.linear1, (hidden, w1, b1), out_sinfo=R.Tensor((BATCH, 10), "float32"))
+            R.output(scores)
+""", """        hidden = R.call_tir(cls.linear_relu, (x, w0, b0), out_sinfo=R.Tensor((BATCH, 32), "float32"))
+        scores = R.call_tir(cls.linear1, (hidden, w1, b1), out_sinfo=R.Tensor((BATCH, 10), "float32"))
+""")
+# hw03 task 3: the batch of the trained model's test images, whatever batch was asked for.
+HW03_FIXED_BATCH = _edited("hw03_end_to_end", "task3-answer", "    n_in, n_hidden = w0.shape\n",
+                           "    n_in, n_hidden = w0.shape\n    batch = BATCH\n")
+# hw05 task 1: the sample variance (divided by n - 1), as np.var(ddof=1) gives.
+HW05_SAMPLE_VARIANCE = _edited("hw05_framework_integration", "task1-answer", "square_sum[i] / cols + EPS",
+                               "square_sum[i] / (cols - 1) + EPS")
+# hw05 task 2: the branch returned without the residual connection.
+HW05_NO_RESIDUAL = _edited("hw05_framework_integration", "task2-answer", "gv = bb.emit_output(out)",
+                           "gv = bb.emit_output(branch)")
+# hw05 task 3: the example's input size written in, not read from the weights.
+HW05_FIXED_INPUTS = _edited("hw05_framework_integration", "task3-answer", '(batch, w0.shape[1])', "(batch, 3)")
+# hw05 task 4: the normalization written with te: right numbers, but not the library's function.
+HW05_OWN_NORMALIZE = _edited("hw05_framework_integration", "task4-answer", """            out = bb.emit(relax.op.call_dps_packed(
+                "hw05.l2_normalize", [y], relax.TensorStructInfo((batch, dim), "float32")))""",
+"""            def normalize(t):
+                k = te.reduce_axis((0, dim), name="k")
+                squares = te.compute((batch,), lambda i: te.sum(t[i, k] * t[i, k], axis=k), name="squares")
+                return te.compute((batch, dim), lambda i, j: t[i, j] / te.sqrt(squares[i]), name="normalize")
+            out = bb.emit_te(normalize, y)""")
+# hw07 task 1: every transposed operand rewritten, whatever its rank and axes.
+HW07_ANY_TRANSPOSE = _edited("hw07_graph_optimization", "task1-answer",
+                             "weight.struct_info.ndim != 2 or producer.attrs.axes not in (None, (1, 0))", "False")
+# hw07 task 3: the fusion passes alone, without task 1's rewrite.
+HW07_NO_REWRITE = _edited("hw07_graph_optimization", "task3-answer", "mod = rewrite(mod)", "mod = mod")
+# hw07 task 4: products fused without counting their uses.
+HW07_UNCOUNTED = _edited("hw07_graph_optimization", "task4-answer",
+                         "            if self.uses.get(product, 0) != 1:\n                continue\n", "")
 # hw04 task 1: the j tiling written by hand; the i tiling sampled, so seeds still differ.
 HW04_HAND_TILED_J = _edited("hw04_auto_optimization", "task1-answer",
                             "sch.split(j, factors=sch.sample_perfect_tile(j, n=2, max_innermost_factor=32))",
                             "sch.split(j, factors=[None, 32])")
+# hw04 task 2: candidate t drawn with seed t, whatever the seed asked for.
+HW04_SEED_IGNORED = _edited("hw04_auto_optimization", "task2-answer", "schedule_mm(mod, seed + t)",
+                            "schedule_mm(mod, t)")
+# hw04 task 3: always the first tile step mutated (each child is a right one-factor move).
+HW04_FIRST_STEP_ONLY = _edited("hw04_auto_optimization", "task3-answer",
+                               "step = steps[int(rng.integers(len(steps)))]", "step = steps[0]")
+# hw04 task 4: Pearson's correlation of the values themselves, not of their ranks.
+HW04_PEARSON = _edited("hw04_auto_optimization", "task4-answer", "rx, ry = ranks(x), ranks(y)",
+                       "rx, ry = np.asarray(x, dtype=float), np.asarray(y, dtype=float)")
 # hw06 task 3: 8 x 8 tiles, so every element of A and B is read from global memory twice as often.
 HW06_SMALL_TILES = _edited("hw06_gpu", "task3-answer", "def tile_matmul(mod, tile=16):",
                            "def tile_matmul(mod, tile=8):")
+# hw06 task 1: 128 threads per block, not the 256 the task asks for.
+HW06_128_THREADS = _edited("hw06_gpu", "task1-answer", "sch.split(i, [None, VEC_THREADS])",
+                           "sch.split(i, [None, 128])")
+# hw06 task 2: threadIdx.x given to the row index, so a warp's accesses span 8 rows.
+HW06_ROWS_ON_X = _edited("hw06_gpu", "task2-answer",
+                         '    sch.bind(i_thread, "threadIdx.y")\n    sch.bind(j_thread, "threadIdx.x")',
+                         '    sch.bind(i_thread, "threadIdx.x")\n    sch.bind(j_thread, "threadIdx.y")')
+# hw06 task 4: bound directly, no shared tile: the reads of A are strided.
+HW06_NO_SHARED_TILE = '''
+def transpose_tiled(mod, tile=32):
+    sch = tir.Schedule(mod)
+    i, j = sch.get_loops(sch.get_block("B"))
+    i0, i1 = sch.split(i, [None, tile])
+    j0, j1 = sch.split(j, [None, tile])
+    sch.reorder(i0, j0, i1, j1)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.y")
+    sch.bind(j1, "threadIdx.x")
+    return sch.mod
+'''
+# hw06 task 5: the 4 x 4 tile per thread, but accumulated in C in global memory (no cache_write).
+HW06_ACCUMULATE_IN_C = '''
+def register_tile(mod, threads=16, tile=REG_TILE):
+    sch = tir.Schedule(mod)
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    i0, i1, i2 = sch.split(i, [None, threads, tile])
+    j0, j1, j2 = sch.split(j, [None, threads, tile])
+    sch.reorder(i0, j0, i1, j1, k, i2, j2)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.y")
+    sch.bind(j1, "threadIdx.x")
+    return sch.mod
+'''
 # homework stem -> {answer cell: (the wrong code put there, the test cells that then earn 0)}; the
 # answers of one homework are replaced together, and the other tests of those tasks earn all
 # their points (the answer is wrong in that one way only).
 WRONG = {
     "hw02_tensor_programs": {"task1-answer": (HW02_NO_BLOCK, ["task1"]),
-                             "task2-answer": (HW02_NO_INTERMEDIATE, ["task2"])},
-    "hw04_auto_optimization": {"task1-answer": (HW04_HAND_TILED_J, ["task1"])},
-    "hw06_gpu": {"task3-answer": (HW06_SMALL_TILES, ["task3", "task3-banks"])},
+                             "task2-answer": (HW02_NO_INTERMEDIATE, ["task2"]),
+                             "task3-answer": (HW02_KERNEL_TRANSPOSED, ["task3"]),
+                             "task5-answer": (HW02_TEXTBOOK_ORDER, ["task5-speed"])},
+    "hw03_end_to_end": {"task1-answer": (HW03_BIAS_IN_SUM, ["task1"]),
+                        "task2-answer": (HW03_NO_DATAFLOW, ["task2-calls"]),
+                        "task3-answer": (HW03_FIXED_BATCH, ["task3"])},
+    "hw05_framework_integration": {"task1-answer": (HW05_SAMPLE_VARIANCE, ["task1"]),
+                                   "task2-answer": (HW05_NO_RESIDUAL, ["task2"]),
+                                   "task3-answer": (HW05_FIXED_INPUTS, ["task3-shapes"]),
+                                   "task4-answer": (HW05_OWN_NORMALIZE, ["task4-library"])},
+    "hw07_graph_optimization": {"task1-answer": (HW07_ANY_TRANSPOSE, ["task1-rules"]),
+                                "task3-answer": (HW07_NO_REWRITE, ["task3-dense"]),
+                                "task4-answer": (HW07_UNCOUNTED, ["task4-rules"])},
+    "hw04_auto_optimization": {"task1-answer": (HW04_HAND_TILED_J, ["task1"]),
+                               "task2-answer": (HW04_SEED_IGNORED, ["task2"]),
+                               "task3-answer": (HW04_FIRST_STEP_ONLY, ["task3-spread"]),
+                               "task4-answer": (HW04_PEARSON, ["task4"])},
+    "hw06_gpu": {"task1-answer": (HW06_128_THREADS, ["task1"]),
+                 "task2-answer": (HW06_ROWS_ON_X, ["task2-coalesced"]),
+                 "task3-answer": (HW06_SMALL_TILES, ["task3", "task3-banks"]),
+                 "task4-answer": (HW06_NO_SHARED_TILE, ["task4", "task4-banks"]),
+                 "task5-answer": (HW06_ACCUMULATE_IN_C, ["task5", "task5-reuse"])},
 }
 
 
@@ -226,6 +332,21 @@ def test_student_version_is_the_released_source(source):
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_every_task_has_a_documented_wrong_answer(source):
+    """One plausible wrong answer per task (WRONG, or the half-right case), each an edit that still
+    applies to the source's answer and names tests the source has."""
+    nb = notebook.read(source)
+    tests = {t.grade_id for t in notebook.tasks(nb)}
+    wrong = WRONG.get(source.stem, {})
+    covered = {answer.split("-")[0] for answer in [*wrong, HALF_RIGHT[source.stem][0]]}
+    assert covered == {test.split("-")[0] for test in tests}
+    for answer, (code, losing) in wrong.items():
+        assert code.strip() and code.strip() != _solution(source.stem, answer).strip(), \
+            f"the wrong answer for {answer} no longer applies to the source"
+        assert losing and set(losing) <= tests and {t.split("-")[0] for t in losing} == {answer.split("-")[0]}
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
 def test_half_right_case_names_an_answer_and_tests_of_the_source(source):
     grade_id, code, shares = HALF_RIGHT[source.stem]
     nb = notebook.read(source)
@@ -257,6 +378,10 @@ def test_grader_gives_solutions_full_marks_stubs_zero_and_half_right_what_the_te
     assert not failed and full["score"] == full["max_score"] > 0, failed
     zero = results["blank"]
     assert zero["score"] == 0 and zero["output"] == "the notebook ran to the end", zero["output"]
+    questions = notebook.questions(notebook.read(source))      # written answers reach the TA
+    assert [q["grade_id"] for q in full["questions"]] == [q.grade_id for q in questions]
+    assert all(q["answer"].strip() and "YOUR ANSWER HERE" not in q["answer"] for q in full["questions"])
+    assert all(q["answer"].strip() == "YOUR ANSWER HERE" for q in zero["questions"])
     assert all(t["output"] != "passed" for t in zero["tests"])
 
     partly = results["half_right"]
@@ -269,7 +394,10 @@ def test_grader_gives_solutions_full_marks_stubs_zero_and_half_right_what_the_te
     if wrong:     # each wrong answer loses its tests, and only those of its task
         losing = {test for _, tests in wrong.values() for test in tests}
         tasks = {answer.split("-")[0] for answer in wrong}
-        tests = [t for t in results["wrong"]["tests"] if t["grade_id"].split("-")[0] in tasks]
+        # a timed test's share follows the machine's load (the solved notebook earns it in full)
+        timed = {t.grade_id for t in notebook.tasks(notebook.read(source)) if "checks.speedup(" in t.source}
+        tests = [t for t in results["wrong"]["tests"] if t["grade_id"].split("-")[0] in tasks
+                 and (t["grade_id"] in losing or t["grade_id"] not in timed)]
         got = {t["grade_id"]: t["score"] for t in tests}
         want = {t["grade_id"]: 0 if t["grade_id"] in losing else t["max_score"] for t in tests}
         assert got == want, {t["grade_id"]: t["output"] for t in tests}
