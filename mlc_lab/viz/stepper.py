@@ -6,6 +6,8 @@ step before, and the loop nest of the block the step touched.
     print(stepper(sch))                every step as text
     Stepper.from_trace(mod, trace)     the same for a trace (or its JSON) and the module it
                                        was recorded on, e.g. a tuning record
+    side_by_side(sch_a, sch_b)         steppers in columns, each with its own slider (a live
+                                       view that keeps every step as static HTML for a saved page)
 
 The stepper replays the trace on the schedule's original module and keeps the module after
 every instruction, so what it shows at step k is exactly what the first k instructions of the
@@ -17,11 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .._env import in_notebook
-from ..ir.diff import diff, side_by_side_html
+from ..ir.diff import diff
 from ..ir.module import IRModule
 from ..tir.schedule import BlockRV, LoopRV, Schedule, ScheduleError, Trace
 from ..tir.schedule.lookup import FuncIndex
 from .html import escape, highlight, page
+from .ir_diff import IRDiff
 from .loop_nest import blocks_under, loop_nest
 
 
@@ -150,9 +153,13 @@ class Stepper:
         import ipywidgets as widgets
         if not self.steps:
             return widgets.HTML(self.to_html())
+        # The controls wrap rather than squeeze: a narrow column (steppers side by side on a
+        # projector) would otherwise cut the buttons' labels and shrink the slider to a dot.
         slider = widgets.IntSlider(value=1, min=1, max=len(self.steps), description="step",
-                                   continuous_update=False)
-        prev, next_ = widgets.Button(description="\u25c0 prev"), widgets.Button(description="next \u25b6")
+                                   continuous_update=False, style={"description_width": "initial"},
+                                   layout=widgets.Layout(flex="1 1 160px", width="auto", min_width="160px"))
+        prev, next_ = (widgets.Button(description=label, layout=widgets.Layout(width="auto", flex="0 0 auto"))
+                       for label in ("\u25c0 prev", "next \u25b6"))
         body = widgets.HTML(self._widget_page(1))
 
         def show(change):
@@ -160,7 +167,8 @@ class Stepper:
         slider.observe(show, names="value")
         prev.on_click(lambda _: setattr(slider, "value", max(slider.value - 1, 1)))
         next_.on_click(lambda _: setattr(slider, "value", min(slider.value + 1, len(self.steps))))
-        return widgets.VBox([widgets.HBox([prev, slider, next_]), body])
+        return widgets.VBox([widgets.HBox([prev, slider, next_], layout=widgets.Layout(flex_flow="row wrap")),
+                             body])
 
     def _widget_page(self, number: int) -> str:
         call = self.steps[number - 1].call
@@ -168,15 +176,7 @@ class Stepper:
                       f"step {number}/{len(self.steps)}: {escape(call)}</div>" + self.step_html(number))
 
     def _ipython_display_(self) -> None:
-        from IPython.display import HTML, display
-        live = self.live if self.live is not None else in_notebook()
-        if live:
-            try:
-                display(self.widget())
-                return
-            except ImportError:     # no ipywidgets: the static view says everything too
-                pass
-        display(HTML(self.to_html()))
+        _display(self)
 
     def __str__(self) -> str:
         if not self.steps:
@@ -192,6 +192,64 @@ class Stepper:
         return "\n".join(out)
 
     __repr__ = __str__
+
+
+def side_by_side(*schedules, titles=(), live: bool | None = None) -> "SideBySide":
+    """Steppers over ``schedules`` (Schedules or Steppers) in columns of equal width, each column
+    headed by its title; ``live`` as for ``stepper``."""
+    steppers = [s if isinstance(s, Stepper) else Stepper(s) for s in schedules]
+    return SideBySide(steppers, list(titles) or [f"schedule {i + 1}" for i in range(len(steppers))], live)
+
+
+@dataclass
+class SideBySide:
+    """Steppers next to each other (see ``side_by_side``)."""
+    steppers: list
+    titles: list
+    live: bool | None = None
+
+    def to_html(self) -> str:
+        columns = "".join(f'<div class="mlc-lab-column"><div class="mlc-lab-column-title">{escape(title)}'
+                          f"</div>{stepper.to_html()}</div>" for title, stepper in zip(self.titles, self.steppers))
+        return page(columns, _CSS, "mlc-lab-columns")
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def widget(self):
+        import ipywidgets as widgets
+        columns = [widgets.VBox([widgets.HTML(page(f'<div class="mlc-lab-column-title">{escape(title)}</div>',
+                                                   _CSS)), stepper.widget()],
+                                layout=widgets.Layout(flex=f"1 1 {COLUMN_PX}px", min_width="0"))
+                   for title, stepper in zip(self.titles, self.steppers)]
+        box = widgets.HBox(columns, layout=widgets.Layout(width="100%", flex_flow="row wrap", grid_gap="12px"))
+        box.add_class("mlc-lab-steppers")
+        return box
+
+    def _ipython_display_(self) -> None:
+        _display(self)
+
+    def __str__(self) -> str:
+        return "\n\n".join(f"##### {title}\n{stepper}" for title, stepper in zip(self.titles, self.steppers))
+
+    __repr__ = __str__
+
+
+def _display(view) -> None:
+    """Show ``view`` (a Stepper or SideBySide) live or static, as its ``live`` says. The live
+    widget is published together with the static HTML: JupyterLab shows the widget, and an HTML
+    export of the saved notebook (which keeps no widget state) shows every step instead."""
+    from IPython.display import HTML, display
+    live = view.live if view.live is not None else in_notebook()
+    if live:
+        try:
+            bundle = view.widget()._repr_mimebundle_()
+        except ImportError:     # no ipywidgets: the static view says everything too
+            bundle = None
+        if bundle:
+            display({**bundle, "text/html": view.to_html()}, raw=True)
+            return
+    display(HTML(view.to_html()))
 
 
 def _step_view(number, call, before, after, handles, names) -> StepView:
@@ -221,6 +279,7 @@ def _handles(value):
             yield from _handles(item)
 
 
+COLUMN_PX = 400   # side by side, steppers stack rather than get narrower than this
 _CSS = """
 .mlc-lab-stepper { padding: 8px; border: 1px solid var(--mlc-border); border-radius: 6px;
   overflow-x: auto; }
@@ -228,9 +287,12 @@ _CSS = """
 .mlc-lab-stepper code, .mlc-lab-step-call { font-family: var(--mlc-code-font); }
 .mlc-lab-step-call { font-weight: bold; }
 .mlc-lab-step-diff { overflow-x: auto; max-width: 100%; margin-top: 6px; }
+.mlc-lab-columns { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
+.mlc-lab-column { flex: 1 1 COLUMN_PXpx; min-width: 0; }
+.mlc-lab-column-title { font-weight: bold; font-size: 1.15em; margin: 0 0 4px; overflow-wrap: anywhere; }
 .mlc-lab-step-ir { overflow-x: auto; max-width: 100%; margin: 4px 0; font-family: var(--mlc-code-font);
   font-size: var(--mlc-code-size); line-height: 1.35; color: var(--mlc-fg); background: transparent; }
-"""
+""".replace("COLUMN_PX", str(COLUMN_PX))
 
 
 def _step_html(step: StepView) -> str:
@@ -238,9 +300,9 @@ def _step_html(step: StepView) -> str:
     picture = step.picture()
     if picture is not None:
         parts.append(picture._repr_html_())
-    if step.changed:
+    if step.changed:   # side by side where the box is wide enough, else one column (IRDiff's "auto")
         parts.append('<div class="mlc-lab-step-diff">'
-                     + side_by_side_html(step.before, step.after, "what the step changed") + "</div>")
+                     + IRDiff(step.before, step.after, "what the step changed")._repr_html_() + "</div>")
     else:
         parts.append("<p>The module is unchanged: this step only looks something up.</p>")
     ir = "\n".join(highlight(line) for line in step.after.script().split("\n"))
@@ -255,4 +317,4 @@ def _frame(body: str) -> str:
     return page(body, _CSS, "mlc-lab-stepper")
 
 
-__all__ = ["stepper", "Stepper", "StepView"]
+__all__ = ["side_by_side", "stepper", "SideBySide", "Stepper", "StepView"]
