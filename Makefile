@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV_CMD ?= $(PYTHON) -m venv
 PY = $(VENV)/bin/python
 
-.PHONY: lab test bench strip git-filter clean exercises
+.PHONY: lab test bench book strip git-filter clean exercises
 
 # JupyterLab refuses to start as root (e.g. in a container) unless told that is intended.
 ROOT_FLAG = $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -25,6 +25,20 @@ test: $(VENV)/.installed-test git-filter
 # The student versions of the homework (exercises/*.ipynb) from their instructor sources.
 exercises: $(VENV)/.installed-test
 	@for source in exercises/instructor/hw*.ipynb; do $(VENV)/bin/mlc-lab assign "$$source" --out exercises; done
+
+# The course as a website with every output, in _build/book/ (open index.html): executes the
+# chapters (a few minutes), then renders them with Sphinx and myst-nb.
+book: $(VENV)/.installed-book
+	$(PY) book/build.py --out _build/book
+
+# Executed copies of the classroom demos, demos/html/NAME.html: the fallback when a live run fails
+# in class (a few minutes; full settings). The export keeps no widget state, so each widget shows
+# the static view it publishes beside itself. tests/test_demos_html.py fails on a stale copy.
+.PHONY: demos-html
+demos-html: $(VENV)/.installed-test
+	env -u MLC_LAB_DEMO_QUICK $(VENV)/bin/jupyter nbconvert --to html --template lab --execute \
+		--ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=600 \
+		--ExecutePreprocessor.store_widget_state=False --output-dir demos/html demos/*.ipynb
 
 # Clear the outputs saved in the notebooks' files (git's filter already keeps them out of commits).
 strip:

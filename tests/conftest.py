@@ -24,6 +24,8 @@ def cuda_gpu_present() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    # tests/test_book.py builds the site from the chapters that tests/test_notebooks.py executed.
+    items.sort(key=lambda item: item.path.name == "test_book.py")
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if gpu_items and not cuda_gpu_present():
         skip = pytest.mark.skip(reason="no CUDA GPU present")

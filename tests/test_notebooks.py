@@ -4,6 +4,9 @@ The run uses a copy in memory, stripped of any saved outputs first; the file is 
 running the suite leaves a student's notebooks as they were. Saved outputs are the student's
 business while they work: only CI (the CI environment variable set, as .ci/run does) fails on
 them, elsewhere the check skips and says how to strip them.
+
+The chapters run with the inline matplotlib backend, as in JupyterLab, and are kept executed (with
+their widgets' state) in the session's temporary folder: tests/test_book.py builds the site from them.
 """
 import os
 import re
@@ -24,6 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = (sorted(REPO.glob("chapters/*.ipynb")) + sorted(REPO.glob("exercises/instructor/*.ipynb"))
              + sorted(REPO.glob("demos/*.ipynb")))
 CELL_TIMEOUT_S = 300
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"   # JupyterLab's; conftest.py sets Agg
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -46,8 +50,16 @@ def kernel_config(tmp_path_factory) -> Config:
     return config
 
 
-def execute(nb, workdir: Path, config: Config, name: str) -> None:
-    """Run every code cell in order; on failure, fail naming the notebook and the cell's source."""
+def executed_chapters(tmp_path_factory) -> Path:
+    """The folder of this session's executed chapters, which tests/test_book.py builds the site from."""
+    folder = tmp_path_factory.getbasetemp() / "executed_chapters"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def execute(nb, workdir: Path, config: Config, name: str, inline_figures: bool = False) -> None:
+    """Run every code cell in order (``inline_figures``: with JupyterLab's matplotlib backend), then
+    save the widgets' state in the notebook; on failure, fail naming the notebook and the cell's source."""
     client = NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,
@@ -56,13 +68,15 @@ def execute(nb, workdir: Path, config: Config, name: str) -> None:
         config=config,
     )
     failure = None
-    with client.setup_kernel():
+    env = {**os.environ, "MPLBACKEND": INLINE_BACKEND} if inline_figures else dict(os.environ)
+    with client.setup_kernel(env=env):
         for index, cell in enumerate(nb.cells):
             try:
                 client.execute_cell(cell, index)
             except (CellExecutionError, DeadKernelError, TimeoutError) as error:
                 failure = index, cell.source, error_report(cell, error)
                 break
+    client.set_widgets_metadata()
     if failure is not None:
         index, source, report = failure
         pytest.fail(
@@ -90,10 +104,13 @@ def test_kernel_runs_this_interpreter(kernel_config, tmp_path):
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=notebook_id)
-def test_notebook_runs_top_to_bottom(path: Path, kernel_config):
+def test_notebook_runs_top_to_bottom(path: Path, kernel_config, tmp_path_factory):
     nb = nbformat.read(path, as_version=4)
     strip(nb)
-    execute(nb, path.parent, kernel_config, notebook_id(path))
+    chapter = path.parent == REPO / "chapters"
+    execute(nb, path.parent, kernel_config, notebook_id(path), inline_figures=chapter)
+    if chapter:
+        nbformat.write(nb, executed_chapters(tmp_path_factory) / path.name)
 
 
 def test_notebooks_are_stored_without_outputs():
