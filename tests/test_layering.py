@@ -1,6 +1,8 @@
-"""Layering of the core packages: the module-level imports among mlc_lab/ir, tir, arith and
-script form no cycle, and the base IR (mlc_lab/ir) never imports the script package (the printer
-plugs itself into the IR nodes instead).
+"""Layering of mlc_lab: every package imports only packages of its own layer or below (imports
+inside functions counted: a late import is still a dependency), in the order LAYERS declares and
+ARCHITECTURE.md draws; a lower layer reaches a higher one only through ``mlc_lab.ir.hooks``. Also:
+the module-level imports among mlc_lab/ir, tir, arith and script form no cycle, and the base IR
+(mlc_lab/ir) never imports the script package.
 
 Imports inside functions are late bindings and are not counted; module-level ones are read from
 each file's syntax tree, relative imports resolved, and ``from package import name`` taken as an
@@ -119,6 +121,73 @@ def shortest_cycle(graph: dict[str, set[str]], component: set[str]) -> list[str]
                 seen.add(w)
                 paths.append(path + [w])
     raise AssertionError("a strongly connected component always holds a cycle")
+
+
+# Bottom to top: (layer, the module prefixes in it). A module belongs to the layer of its longest
+# matching prefix.
+LAYERS = [
+    ("support", ["mlc_lab._env", "mlc_lab._html"]),
+    ("ir", ["mlc_lab.ir"]),
+    ("tir", ["mlc_lab.tir", "mlc_lab.arith"]),
+    ("tir passes and schedules", ["mlc_lab.tir.transform", "mlc_lab.tir.schedule"]),
+    ("target descriptions", ["mlc_lab.target"]),
+    ("codegen", ["mlc_lab.codegen"]),
+    ("runtime", ["mlc_lab.runtime"]),
+    ("backends", ["mlc_lab.target.backends"]),
+    ("build", ["mlc_lab.driver"]),
+    ("tensor expressions", ["mlc_lab.te", "mlc_lab.topi"]),
+    ("relax", ["mlc_lab.relax"]),
+    ("script", ["mlc_lab.script"]),
+    ("meta_schedule", ["mlc_lab.meta_schedule"]),
+    ("frontends", ["mlc_lab.frontend"]),
+    ("testing", ["mlc_lab.testing"]),
+    ("views", ["mlc_lab.viz"]),
+    ("contrib", ["mlc_lab.contrib"]),
+    ("the package", ["mlc_lab"]),
+]
+
+
+def all_modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def layer_of(module: str) -> int:
+    best, level = -1, None
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, level = len(prefix), index
+    return level
+
+
+def upward_imports() -> list[str]:
+    known = all_modules()
+    found = []
+    for name, path in known.items():
+        for target in imported_modules(name, path, known, everywhere=True):
+            if layer_of(target) > layer_of(name):
+                found.append(f"{name} ({LAYERS[layer_of(name)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})")
+    return sorted(found)
+
+
+def test_every_module_belongs_to_a_layer():
+    assert not [name for name in all_modules() if layer_of(name) is None]
+
+
+def test_packages_import_only_downward():
+    """Imports inside functions count too; a lower layer calls a higher one through hooks."""
+    found = upward_imports()
+    assert not found, f"{len(found)} imports point up:\n" + "\n".join(found)
+
+
+def test_every_hook_is_provided_by_the_module_it_names():
+    import importlib
+    from mlc_lab.ir import hooks
+    assert hooks.provided() == set(hooks.SERVICES)
+    for name, module in hooks.SERVICES.items():
+        assert layer_of(module) > layer_of("mlc_lab.ir"), name
+        assert f'provide("{name}"' in Path(importlib.import_module(module).__file__).read_text(), \
+            f"{module} should provide {name!r}"
 
 
 def test_core_packages_have_no_import_cycle():
