@@ -3,6 +3,7 @@ import sys as _sys
 
 from . import arith, frontend, ir, relax, runtime, te, tir, topi
 from . import script  # installs the printer that every IR node prints through (see ir.node)
+from . import meta_schedule, viz  # the top layers: they provide services to lower ones (ir.hooks)
 from .driver import build
 from .ir import IRModule, transform
 from .runtime import ndarray as nd
@@ -16,7 +17,7 @@ _sys.modules[__name__ + ".transform"] = transform
 
 __version__ = "0.1.0"
 # mlc_lab.codegen (which loads llvmlite) and mlc_lab.testing are imported where they are used.
-__all__ = ["arith", "frontend", "ir", "relax", "runtime", "script", "te", "tir", "topi",
+__all__ = ["arith", "frontend", "ir", "meta_schedule", "relax", "runtime", "script", "te", "tir", "topi", "viz",
            "transform", "build", "lower", "IRModule", "nd", "Device", "cpu", "cuda", "register_func",
            "get_global_func"]
 __all__ += ["device"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .ir import IRModule
 from .runtime.module import Module
 from .target import Target, get_backend
+from .target import backends as _backends  # noqa: F401  (each backend registers itself on import)
 from .tir.function import PrimFunc
 
 

@@ -12,7 +12,7 @@ from mlc_lab.ir import structural_equal
 from mlc_lab.relax import op as R
 from mlc_lab.relax.transform import DefaultSchedule, default_schedule_report
 from mlc_lab.relax.transform import default_schedule as ds
-from mlc_lab.relax.transform.meta_schedule import tuning_workload
+from mlc_lab.meta_schedule.apply_database import tuning_workload
 from mlc_lab.script import ir as I
 from mlc_lab.script import relax as RS
 from mlc_lab.script import tir as T

@@ -1,6 +1,6 @@
 """Cross-cutting IR: the node base, IRModule/GlobalVar, structural equality, diffs, and the pass
 infrastructure (``ir.transform``, also reachable as ``mlc_lab.transform``)."""
-from . import transform
+from . import hooks, transform
 from .diff import diff, show_diff
 from .module import GlobalVar, IRModule
 from .node import Node
@@ -9,11 +9,10 @@ from .structural import assert_structural_equal, structural_equal, structural_ha
 
 
 def __getattr__(name: str):
-    # ``ir.Op`` is the relax operator (``tvm.ir.Op.get("relax.add")``); relax builds on this
-    # package, so it is looked up when asked for.
+    # ``ir.Op`` is the relax operator (``tvm.ir.Op.get("relax.add")``), a relax expression; relax
+    # builds on this package and provides it as a hook, looked up when asked for.
     if name == "Op":
-        from ..relax.expr import Op
-        return Op
+        return hooks.need("relax.Op")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

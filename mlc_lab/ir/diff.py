@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import difflib
 
+from . import hooks
+
 
 def printed(x) -> str:
     """The printed form of a module/function (``x.script()``); a string is taken as printed."""
@@ -19,15 +21,13 @@ def diff(before, after, context: int = 3) -> str:
 
 def side_by_side_html(before, after, title: str = "") -> str:
     """HTML of the two side by side, changed lines marked (``mlc_lab.viz.IRDiff``, split layout)."""
-    from ..viz.ir_diff import IRDiff
-    return IRDiff(before, after, title, layout="split")._repr_html_()
+    return hooks.need("viz.ir_diff").IRDiff(before, after, title, layout="split")._repr_html_()
 
 
 def show_diff(before, after, title: str = "") -> None:
     """Show what changed: an ``mlc_lab.viz.IRDiff`` in Jupyter, ``title`` and the text diff (or
     ``(no change)``) elsewhere."""
-    from ..viz.ir_diff import IRDiff
-    IRDiff(before, after, title).show()
+    hooks.need("viz.ir_diff").IRDiff(before, after, title).show()
 
 
 __all__ = ["diff", "printed", "show_diff", "side_by_side_html"]

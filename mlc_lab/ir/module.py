@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import hooks
 from .node import Printable
 
 
@@ -82,8 +83,7 @@ class IRModule(Printable):
     def show_graph(self, func_name: str = "main", **options) -> None:
         """Draw the relax function ``func_name`` as a graph (``mlc_lab.viz.graph.graph``, which
         takes ``options``): a picture inside Jupyter, one line per node elsewhere."""
-        from ..viz.graph import graph
-        graph(self, func_name, **options).show()
+        hooks.need("viz.graph")(self, func_name, **options).show()
 
     __repr__ = Printable.__str__
 

@@ -3,29 +3,26 @@
 Nodes compare and hash by identity (like object references); ``structural_equal`` and
 ``structural_hash`` in :mod:`mlc_lab.ir.structural` compare them by content.
 
-Printing is done by the script printer, which sits above the IR and installs itself here with
-``set_printer`` when it is imported (``import mlc_lab`` does so), so the base IR depends on no
-printer.
+Printing is done by the script printer, which sits above the IR and provides itself as the hook
+``"script.printer"`` (:mod:`mlc_lab.ir.hooks`) when it is imported (``import mlc_lab`` does so), so
+the base IR depends on no printer.
 """
 from __future__ import annotations
 
 import dataclasses
 
-_printer = None
+from . import hooks
 
 
 def set_printer(new_printer) -> None:
     """Install ``new_printer``: an object (e.g. a module) with ``script(node, **kwargs) -> str``
     and ``show(node, **kwargs)``, used by ``node.script()``, ``node.show()``, ``str(node)``."""
-    global _printer
-    _printer = new_printer
+    hooks.provide("script.printer", new_printer)
 
 
 def printer():
     """The installed printer; raises RuntimeError when none is."""
-    if _printer is None:
-        raise RuntimeError("no IR printer is installed; import mlc_lab (or mlc_lab.script.printer)")
-    return _printer
+    return hooks.need("script.printer")
 
 
 class Printable:
@@ -45,6 +42,12 @@ class Printable:
 
 class Node(Printable):
     __slots__ = ()
+    # Variables and buffers set this to True: they are binders, compared by identity up to a
+    # consistent renaming (``structural_equal`` maps the ones two programs define onto each other).
+    _binds_by_identity = False
+    # Graph-level (relax) functions set this to True: ``ir.transform.FunctionPass`` rewrites them
+    # and leaves every other function of a module (PrimFuncs) as it is.
+    _graph_level = False
 
     def fields(self):
         """(name, value) for every dataclass field, in declaration order."""

@@ -22,10 +22,8 @@ _NAME_FIELDS = {"Var": ("name", "name_hint"), "SizeVar": ("name",), "Buffer": ("
 
 
 def _is_binder(x: Any) -> bool:
-    from ..tir.buffer import Buffer
-    from ..tir.expr import Var
-    from ..relax.expr import Var as RelaxVar
-    return isinstance(x, (Var, Buffer, RelaxVar))
+    """Variables and buffers (tir Var, Buffer, relax Var): their classes set ``_binds_by_identity``."""
+    return isinstance(x, Node) and x._binds_by_identity
 
 
 class _Mismatch(Exception):

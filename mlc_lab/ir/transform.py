@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from .._env import debug_enabled, in_notebook
+from . import hooks
 from .module import IRModule
 
 
@@ -96,10 +97,9 @@ class FunctionPass(Pass):
         self.pass_func, self.info = pass_func, info
 
     def transform_module(self, mod: IRModule, ctx: "PassContext") -> IRModule:
-        from ..relax.expr import Function
         out = IRModule(mod.functions, mod.attrs)
         for gv, func in mod.functions.items():
-            if isinstance(func, Function):
+            if getattr(func, "_graph_level", False):   # a relax.Function (see ir.node.Node)
                 out[gv] = self.pass_func(func, mod, ctx)
         return out
 
@@ -228,12 +228,12 @@ _DEFAULT = PassContext()
 
 
 def _verify_well_formed(mod: IRModule, info: PassInfo) -> None:
-    # tir sits above this module, so its verifier is looked up when a check runs.
-    from ..tir.verify import VerifyError, verify
+    # tir sits above this module, so its verifier (the module mlc_lab.tir.verify) is a hook.
+    tir_verify = hooks.need("tir.verify")
     try:
-        verify(mod)
-    except VerifyError as err:
-        raise VerifyError(f"pass {info.name} produced ill-formed IR: {err}", err.func_name,
+        tir_verify.verify(mod)
+    except tir_verify.VerifyError as err:
+        raise tir_verify.VerifyError(f"pass {info.name} produced ill-formed IR: {err}", err.func_name,
                           err.node, err.rule) from None
 
 
@@ -335,7 +335,7 @@ class PrintDiff(PassInstrument):
             return
         slot, before, depth, start = entry
         seconds = time.perf_counter() - start
-        from ..viz.ir_diff import PassDiff
+        PassDiff = hooks.need("viz.ir_diff").PassDiff
         record = self.records[slot] = PassDiff(info.name, seconds, before, mod.script(), depth)
         if not self.show:
             return
@@ -348,8 +348,7 @@ class PrintDiff(PassInstrument):
 
     def view(self, mod=None, title: str = "pass pipeline"):
         """The passes recorded so far as an ``mlc_lab.viz.PipelineView`` (``mod``: the result)."""
-        from ..viz.ir_diff import PipelineView
-        return PipelineView([r for r in self.records if r is not None], mod, title)
+        return hooks.need("viz.ir_diff").PipelineView([r for r in self.records if r is not None], mod, title)
 
     def _refresh(self, final: bool) -> None:
         from IPython.display import display

@@ -5,7 +5,7 @@ and a tuning database, under the course-era ``meta_schedule`` names.
                            space=ms.space_generator.ScheduleFn(f), work_dir="./tune_tmp")
     sch = ms.tir_integration.compile_tir(database, mod, target="llvm --num-cores=1")
 """
-from . import (cost_model, database, feature, postproc, relax_integration, runner, schedule_rule,
+from . import (apply_database, cost_model, database, feature, postproc, relax_integration, runner, schedule_rule,
                search_strategy, space_generator, tir_integration)
 from .config import TuneConfig
 from .cost_model import CostModel, GBDTModel, MLPModel, RandomModel, create_cost_model

@@ -1,6 +1,8 @@
 # MetaScheduleApplyDatabase: replace each PrimFunc that a tuning database has a good record of (for
 # the target) by its best schedule. Expects kernels as ms.relax_integration.extract_tasks saw them.
-"""``relax.transform.MetaScheduleApplyDatabase(database, target)``: use what tuning found.
+"""``relax.transform.MetaScheduleApplyDatabase(database, target)``: use what tuning found. The
+pass lives with the tuner, whose database it reads, and is published in ``relax.transform`` (as
+in the course) when this module is imported (``import mlc_lab`` does).
 
     mod = ms.relax_integration.legalize_and_fuse(mod, params)   # the kernels extract_tasks tuned
     mod = relax.transform.MetaScheduleApplyDatabase(db, "llvm --num-cores=1")(mod)
@@ -35,11 +37,13 @@ from __future__ import annotations
 
 import warnings
 
-from ...ir.module import IRModule
-from ...ir.transform import Pass, PassInfo
-from ...target import Target
-from ...tir.function import PrimFunc
-from .annotate_tir_op_pattern import OPAQUE
+from ..ir.module import IRModule
+from ..ir.transform import Pass, PassInfo
+from ..relax import transform as relax_transform
+from ..relax.transform.annotate_tir_op_pattern import OPAQUE
+from ..target import Target
+from .database import JSONDatabase
+from ..tir.function import PrimFunc
 
 
 def tuning_workload(func: PrimFunc) -> IRModule:
@@ -62,7 +66,6 @@ class MetaScheduleApplyDatabase(Pass):
                             "database was tuned for, e.g. MetaScheduleApplyDatabase(db, "
                             "\"llvm --num-cores=1\"); mlc_lab has no `with target:` context")
         if isinstance(database, str):
-            from ...meta_schedule.database import JSONDatabase   # meta_schedule sits above relax
             database = JSONDatabase(database)
         self.database, self.target = database, Target(target)
         self.info = PassInfo(0, "MetaScheduleApplyDatabase")
@@ -91,3 +94,6 @@ class MetaScheduleApplyDatabase(Pass):
                  **{key: value for key, value in scheduled.attrs if key != "global_symbol"},
                  "op_pattern": OPAQUE, "tir.is_scheduled": True}
         return scheduled.replace(attrs=tuple(sorted(attrs.items())))
+
+
+relax_transform.MetaScheduleApplyDatabase = MetaScheduleApplyDatabase   # published one layer down

@@ -10,7 +10,7 @@
     vm = relax.VirtualMachine(relax.build(mod, target), mlc_lab.cpu())
 
 A task is one structurally distinct kernel, tuned as the module
-``relax.transform.meta_schedule.tuning_workload(kernel)`` makes (the kernel alone, named
+``meta_schedule.apply_database.tuning_workload(kernel)`` makes (the kernel alone, named
 "main"; the pass looks kernels up the same way), so kernels that differ only in name are
 tuned once and share their records; its weight is how many times the relax functions call it.
 """
@@ -29,11 +29,11 @@ from ..relax.expr import Function
 from ..relax.functor import ExprVisitor
 from ..relax.transform import PASSES, BindParams, FuseTIR
 from ..relax.transform.fuse_ops import is_call_tir
-from ..relax.transform.meta_schedule import tuning_workload
+from .apply_database import tuning_workload
 from ..target import Target
 from .cost_model import create_cost_model
 from .database import JSONDatabase
-from .flop_counter import estimate_flops
+from ..tir.schedule.policy.flops import estimate_flops
 from .runner import LocalRunner
 from .tune import retime_best, tune_tir
 

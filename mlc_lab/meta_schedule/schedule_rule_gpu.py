@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..tir.schedule import ScheduleError
 from ..tir.schedule.primitives.common import const_int
-from .postproc import Postproc, RewriteReductionBlock, VerifyModule, feeds_only_spatial
+from ..tir.schedule.policy.postproc import Postproc, RewriteReductionBlock, VerifyModule, feeds_only_spatial
 from .schedule_rule import AutoInline, ScheduleRule, tileable_loops
 
 THREAD_CHOICES = (32, 64, 128, 256, 512)

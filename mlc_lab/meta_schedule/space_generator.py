@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..tir.schedule import Schedule, ScheduleError
 from ..tir.schedule.trace import Trace
 from ..tir.verify import VerifyError
-from .postproc import block_names, default_postprocs, prim_func_names
+from ..tir.schedule.policy.postproc import block_names, default_postprocs, prim_func_names
 from .schedule_rule import default_rules
 
 

@@ -20,7 +20,7 @@ from ..tir.verify import VerifyError
 from .config import TuneConfig
 from .cost_model import LearnedModel, create_cost_model
 from .database import RETIMED, JSONDatabase, TuningRecord
-from .flop_counter import estimate_flops
+from ..tir.schedule.policy.flops import estimate_flops
 from .runner import LocalRunner, Workload
 from .progress import TuningProgress
 from .search_strategy import RandomSearch, TuneContext, create_strategy

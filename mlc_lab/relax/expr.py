@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..ir import hooks
 from ..ir.module import GlobalVar
 from ..ir.node import Node, node
 from ..tir import dtype as dt
@@ -113,6 +114,7 @@ class Var(Expr):
     ``relax.DynTensorType``) is turned into the same structure info."""
     name_hint: str
     struct_info: Optional[StructInfo] = None
+    _binds_by_identity = True   # structural_equal matches variables up to renaming
 
     def __init__(self, name_hint: str, struct_info=None, type_annotation=None, *,
                  shape_annotation=None):
@@ -261,6 +263,11 @@ class Op(Expr):
         return get_op(name)
 
 
+# ``mlc_lab.ir.Op`` (the course's ``tvm.ir.Op.get("relax.add")``) is this class: an Op is a relax
+# expression, and relax sits above the ir package, so ir finds it through this hook.
+hooks.provide("relax.Op", Op)
+
+
 @node
 class ExternFunc(Expr):
     """A function found by name at run time (a packed function), e.g. ``"env.linear"``."""
@@ -332,6 +339,7 @@ class Function(Expr):
     attrs: Attrs = Attrs()
     is_pure: bool = True
     struct_info: Optional[StructInfo] = None
+    _graph_level = True   # ir.transform.FunctionPass rewrites it (and not PrimFuncs)
 
     def __post_init__(self):
         params = tuple(self.params)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir import hooks
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.functor import StmtExprVisitor
@@ -211,3 +212,6 @@ _EXEC = {S.SeqStmt: _Executor.exec_SeqStmt, S.For: _Executor.exec_For,
          S.BufferStore: _Executor.exec_BufferStore, S.IfThenElse: _Executor.exec_IfThenElse,
          S.LetStmt: _Executor.exec_LetStmt, S.Evaluate: _Executor.exec_Evaluate,
          S.Allocate: _Executor.exec_Allocate, S.BlockRealize: _Executor.exec_BlockRealize}
+
+
+hooks.provide("runtime.interpreter", run)

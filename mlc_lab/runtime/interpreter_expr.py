@@ -17,14 +17,11 @@ import math
 
 import numpy as np
 
+from ..ir import hooks
 from ..tir import dtype as dt
 from ..tir import expr as E
+from ..tir.buffer import UninitializedReadError  # noqa: F401  (defined at the tir level; re-exported)
 from ..tir.extern import require_extern_math
-
-
-class UninitializedReadError(RuntimeError):
-    """A program read an element of an intermediate buffer that nothing had written yet: its
-    value is whatever the memory held (compiled code) and the program is wrong."""
 
 
 class Storage:
@@ -336,3 +333,6 @@ _VISIT = {
     E.EQ: _compare(np.equal), E.NE: _compare(np.not_equal), E.LT: _compare(np.less),
     E.LE: _compare(np.less_equal), E.GT: _compare(np.greater), E.GE: _compare(np.greater_equal),
 }
+
+
+hooks.provide("runtime.evaluator", Evaluator)

@@ -1,13 +1,15 @@
 """Showing code: plain text in a terminal, syntax-highlighted HTML inside Jupyter.
 
 ``TOKEN`` is the one notion of a script token (its group names are the token kinds); the HTML
-takes its colours from the page's theme through ``mlc_lab.viz.html``, so printed IR stays readable
+takes its colours from the page's theme through ``mlc_lab._html``, so printed IR stays readable
 in JupyterLab's light, dark and high-contrast themes."""
 from __future__ import annotations
 
 import re
 
 from .._env import in_notebook
+from .._html import escape, page
+from ..ir import hooks
 
 TOKEN = re.compile(r"""(?P<comment>\#[^\n]*)|(?P<string>"[^"\n]*"|'[^'\n]*')|(?P<deco>@[\w.]+)
     |(?P<keyword>\b(?:def|class|for|in|with|if|else|elif|return|and|or|not|True|False|None)\b)
@@ -19,10 +21,21 @@ CODE_CSS = """
 """
 
 
+def highlight(line: str) -> str:
+    """One line of script text as escaped HTML, its tokens in ``<span class="mlc-tok-KIND">``
+    (KIND: keyword, ns, number, string, comment, deco)."""
+    out, pos = [], 0
+    for match in TOKEN.finditer(line):
+        out.append(escape(line[pos:match.start()]))
+        out.append(f'<span class="mlc-tok-{match.lastgroup}">{escape(match.group())}</span>')
+        pos = match.end()
+    out.append(escape(line[pos:]))
+    return "".join(out)
+
+
 def to_html(code: str) -> str:
     """Highlighted HTML for script text, a view that scrolls sideways inside itself when a line
     is too long; caret lines under culprits are drawn in the theme's error colour."""
-    from ..viz.html import escape, highlight, page   # the viz layer sits above the printer
     lines = []
     for line in code.split("\n"):
         if line.strip() and set(line.strip()) == {"^"}:
@@ -38,3 +51,6 @@ def display_code(code: str) -> None:
         display(HTML(to_html(code)))
     else:
         print(code)
+
+
+hooks.provide("script.display_code", display_code)

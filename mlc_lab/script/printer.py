@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import sys
 
+from ..ir import hooks
 from ..ir.module import IRModule
-from ..ir.node import set_printer
 from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
@@ -30,7 +30,7 @@ def script(node, underline=(), line_numbers: bool = False, name: str | None = No
     module; pass a list as ``constants`` to get them (``from_source(text, extra_vars={"metadata":
     {"relax.expr.Constant": constants}})`` reads the text back)."""
     if type(node).__module__.startswith("mlc_lab.relax"):
-        from ..relax.printer import script as relax_script
+        from .printer_relax import script as relax_script
         return relax_script(node, name=name, underline=underline, line_numbers=line_numbers,
                             constants=constants)
     printer = _Printer(underline)
@@ -93,7 +93,7 @@ class _Printer(ExprPrinter):
             if isinstance(func, PrimFunc):
                 self.prim_func(func, gv.name_hint)
             else:
-                from ..relax.printer import script as relax_script
+                from .printer_relax import script as relax_script
                 for line in relax_script(func, name=gv.name_hint, constants=self.constants).splitlines():
                     self.emit(0, line)
             self.lines[start:] = [(indent + 1, text) for indent, text in self.lines[start:]]
@@ -331,4 +331,4 @@ def _grid_candidate(s) -> bool:
 
 # The IR nodes print through this module: mlc_lab.ir sits below the script package and knows it
 # only through this hook.
-set_printer(sys.modules[__name__])
+hooks.provide("script.printer", sys.modules[__name__])

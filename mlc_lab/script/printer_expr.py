@@ -10,11 +10,11 @@ from ..tir import expr as E
 MARK_OPEN, MARK_CLOSE = "\x01", "\x02"
 
 # Python operator precedence, lowest first.
-_P_OR, _P_AND, _P_NOT, _P_CMP, _P_ADD, _P_MUL, _P_UNARY, _P_ATOM = range(1, 9)
-_BINOPS = {E.Add: ("+", _P_ADD), E.Sub: ("-", _P_ADD), E.Mul: ("*", _P_MUL),
-           E.FloorDiv: ("//", _P_MUL), E.FloorMod: ("%", _P_MUL),
-           E.LT: ("<", _P_CMP), E.LE: ("<=", _P_CMP), E.GT: (">", _P_CMP), E.GE: (">=", _P_CMP),
-           E.EQ: ("==", _P_CMP), E.NE: ("!=", _P_CMP), E.And: ("and", _P_AND), E.Or: ("or", _P_OR)}
+P_OR, P_AND, P_NOT, P_CMP, P_ADD, P_MUL, P_UNARY, P_ATOM = range(1, 9)
+_BINOPS = {E.Add: ("+", P_ADD), E.Sub: ("-", P_ADD), E.Mul: ("*", P_MUL),
+           E.FloorDiv: ("//", P_MUL), E.FloorMod: ("%", P_MUL),
+           E.LT: ("<", P_CMP), E.LE: ("<=", P_CMP), E.GT: (">", P_CMP), E.GE: (">=", P_CMP),
+           E.EQ: ("==", P_CMP), E.NE: ("!=", P_CMP), E.And: ("and", P_AND), E.Or: ("or", P_OR)}
 
 
 def strip_marks(text: str) -> str:
@@ -61,53 +61,53 @@ class ExprPrinter:
 
     def expr_prec(self, e) -> tuple[str, int]:
         if isinstance(e, E.Var):
-            return self.name_of(e), _P_ATOM
+            return self.name_of(e), P_ATOM
         if isinstance(e, E.IntImm):
             return _int_text(e)
         if isinstance(e, E.FloatImm):
-            return _float_text(e), _P_ATOM
+            return _float_text(e), P_ATOM
         if isinstance(e, E.StringImm):
-            return json.dumps(e.value), _P_ATOM
+            return json.dumps(e.value), P_ATOM
         op = _BINOPS.get(type(e))
         if op is not None and not (isinstance(e, E.Div)):
             symbol, prec = op
-            left_prec = prec + 1 if prec == _P_CMP else prec
+            left_prec = prec + 1 if prec == P_CMP else prec
             return f"{self.expr(e.a, left_prec)} {symbol} {self.expr(e.b, prec + 1)}", prec
         if isinstance(e, E.Div):
             if dt.is_float(e.dtype):
-                return f"{self.expr(e.a, _P_MUL)} / {self.expr(e.b, _P_MUL + 1)}", _P_MUL
-            return f"T.truncdiv({self.expr(e.a)}, {self.expr(e.b)})", _P_ATOM
+                return f"{self.expr(e.a, P_MUL)} / {self.expr(e.b, P_MUL + 1)}", P_MUL
+            return f"T.truncdiv({self.expr(e.a)}, {self.expr(e.b)})", P_ATOM
         if isinstance(e, E.Mod):
-            return f"T.truncmod({self.expr(e.a)}, {self.expr(e.b)})", _P_ATOM
+            return f"T.truncmod({self.expr(e.a)}, {self.expr(e.b)})", P_ATOM
         if isinstance(e, (E.Min, E.Max)):
-            return f"T.{type(e).__name__.lower()}({self.expr(e.a)}, {self.expr(e.b)})", _P_ATOM
+            return f"T.{type(e).__name__.lower()}({self.expr(e.a)}, {self.expr(e.b)})", P_ATOM
         if isinstance(e, E.Not):
-            return f"not {self.expr(e.a, _P_NOT)}", _P_NOT
+            return f"not {self.expr(e.a, P_NOT)}", P_NOT
         if isinstance(e, E.Select):
             args = ", ".join(self.expr(x) for x in (e.condition, e.true_value, e.false_value))
-            return f"T.Select({args})", _P_ATOM
+            return f"T.Select({args})", P_ATOM
         if isinstance(e, E.Cast):
-            return f"T.Cast({json.dumps(e.dtype)}, {self.expr(e.value)})", _P_ATOM
+            return f"T.Cast({json.dumps(e.dtype)}, {self.expr(e.value)})", P_ATOM
         if isinstance(e, E.BufferLoad):
-            return f"{self.name_of(e.buffer)}[{self.indices(e.indices)}]", _P_ATOM
+            return f"{self.name_of(e.buffer)}[{self.indices(e.indices)}]", P_ATOM
         if isinstance(e, E.Call) and e.op == "call_extern":
             args = ", ".join(self.expr(a) for a in e.args)
-            return f"T.call_extern({args}, dtype={json.dumps(e.dtype)})", _P_ATOM
+            return f"T.call_extern({args}, dtype={json.dumps(e.dtype)})", P_ATOM
         if isinstance(e, E.Call):
-            return f"T.{e.op}({', '.join(self.expr(a) for a in e.args)})", _P_ATOM
+            return f"T.{e.op}({', '.join(self.expr(a) for a in e.args)})", P_ATOM
         if isinstance(e, E.Ramp):
-            return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _P_ATOM
+            return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", P_ATOM
         if isinstance(e, E.Broadcast):
-            return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _P_ATOM
+            return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", P_ATOM
         raise TypeError(f"the printer cannot print a {type(e).__name__}")
 
 
 def _int_text(e: E.IntImm) -> tuple[str, int]:
     if e.dtype == "bool":
-        return ("True" if e.value else "False"), _P_ATOM
+        return ("True" if e.value else "False"), P_ATOM
     if e.dtype == "int32":
-        return str(e.value), (_P_ATOM if e.value >= 0 else _P_UNARY)
-    return f"T.{e.dtype}({e.value})", _P_ATOM
+        return str(e.value), (P_ATOM if e.value >= 0 else P_UNARY)
+    return f"T.{e.dtype}({e.value})", P_ATOM
 
 
 def _float_text(e: E.FloatImm) -> str:

@@ -21,12 +21,12 @@ import json
 import numpy as np
 
 from ..ir.module import GlobalVar
-from ..script.printer_expr import ExprPrinter, _P_ATOM, caret_line, strip_marks
+from ..relax.expr import (Call, Constant, DataflowBlock, DataflowVar, ExternFunc, Function, Op,
+                          PrimValue, SeqExpr, ShapeExpr, Tuple, TupleGetItem, Var, VarBinding)
+from ..relax.struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
+                                 StructInfo, TensorStructInfo, TupleStructInfo)
 from ..tir import expr as E
-from .expr import (Call, Constant, DataflowBlock, DataflowVar, ExternFunc, Function, Op,
-                   PrimValue, SeqExpr, ShapeExpr, Tuple, TupleGetItem, Var, VarBinding)
-from .struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
-                          StructInfo, TensorStructInfo, TupleStructInfo)
+from .printer_expr import P_ATOM, ExprPrinter, caret_line, strip_marks
 
 INDENT = "    "
 SMALL_CONSTANT = 16
@@ -207,7 +207,7 @@ class RelaxPrinter(ExprPrinter):
 
     def expr_prec(self, e):
         if isinstance(e, E.IntImm) and e.dtype == "int64":
-            return str(e.value), _P_ATOM
+            return str(e.value), P_ATOM
         return super().expr_prec(e)
 
     # -- structure info --------------------------------------------------------------------

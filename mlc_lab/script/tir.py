@@ -7,11 +7,13 @@ a script raises a RuntimeError that says so.
 """
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..ir import hooks as _hooks
 from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir.buffer import Buffer as _Buffer
@@ -338,6 +340,8 @@ def __getattr__(name: str):
         raise AttributeError(RETIRED[name])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
+_hooks.provide("script.tir", sys.modules[__name__])   # the T namespace, for index-map lambdas
 
 __all__ = [
     "prim_func", "Buffer", "handle", "match_buffer", "alloc_buffer", "allocate", "func_attr", "var",

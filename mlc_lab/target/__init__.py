@@ -5,9 +5,12 @@ the backends that compile for them, one per target kind.
     tags.py      named GPUs ("nvidia/h100") as cuda targets with their numbers
     target.py    Target: parsing, checking, printing
     backend.py   Backend interface and registry (register_backend / get_backend)
-    backends/    one module per backend: llvm.py, python.py
+    backends/    one module per backend: llvm.py, python.py, cuda.py
+
+The backends sit above codegen and runtime, which they use, while this package's descriptions
+sit below them: ``mlc_lab.driver`` (the first layer that builds) imports ``backends``, whose
+modules register themselves.
 """
-from . import backends
 from .backend import (Backend, Capabilities, available_targets, get_backend, register_backend,
                       unregister_backend)
 from .kinds import Attr, TargetKind, get_kind, register_kind, unregister_kind

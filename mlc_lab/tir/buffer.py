@@ -39,6 +39,7 @@ class Buffer(Node):
     dtype: str = "float32"
     strides: tuple = ()
     scope: str = "global"
+    _binds_by_identity = True   # structural_equal matches buffers up to renaming
 
     @property
     def ndim(self) -> int:
@@ -93,3 +94,10 @@ def decl_buffer(shape, dtype: str = "float32", name: str = "buffer", strides=(),
         raise ValueError(f"buffer {name}: {problem}")
     strides = tuple(const(s) if isinstance(s, int) else convert(s) for s in strides)
     return Buffer(name, shape, dt.check_dtype(dtype), strides, scope)
+
+
+class UninitializedReadError(RuntimeError):
+    """A program read an element of an intermediate buffer that nothing had written yet: its
+    value is whatever the memory held (compiled code) and the program is wrong."""
+    # Raised by the reference interpreter (mlc_lab.runtime, which re-exports it) and caught by the
+    # schedule's numerics guard, so it lives here, below both.

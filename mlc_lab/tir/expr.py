@@ -119,6 +119,7 @@ class Var(PrimExpr):
     """A scalar variable (loop variable, block iterator, symbolic shape, scalar parameter)."""
     name: str
     dtype: str = "int32"
+    _binds_by_identity = True   # structural_equal matches variables up to renaming
 
 
 @node

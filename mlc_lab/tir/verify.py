@@ -3,8 +3,10 @@ match buffer ranks, block bindings fit their iterators, blocks write only what t
 values have the dtypes their uses need."""
 from __future__ import annotations
 
+import sys
 from typing import Any, Optional
 
+from ..ir import hooks
 from ..ir.module import IRModule
 from . import dtype as dt
 from . import expr as E
@@ -325,3 +327,6 @@ def _text(node: Any) -> str:
         return node.script()
     except Exception:  # the printer is optional here: fall back to the node's type
         return f"<{type(node).__name__}>"
+
+
+hooks.provide("tir.verify", sys.modules[__name__])   # checks after each pass in debug mode

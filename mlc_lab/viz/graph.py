@@ -31,6 +31,7 @@ import warnings
 from typing import Optional
 
 from .._env import in_notebook
+from ..ir import hooks
 from . import graph_dot, graph_svg
 from .graph_model import Graph, build_graph, mark_changes
 
@@ -134,5 +135,7 @@ def render(model: Graph, caption: str, engine: Optional[str] = None) -> str:
             warnings.warn(f"Graphviz's dot failed ({err}); drawing the graph with the built-in layout")
     return graph_svg.python_svg(model, caption)
 
+
+hooks.provide("viz.graph", graph)   # mod.show_graph()
 
 __all__ = ["graph", "graph_diff", "GraphView", "GraphDiff", "build_graph"]

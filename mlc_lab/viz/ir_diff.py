@@ -19,8 +19,10 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import sys
 
 from ..ir.diff import diff as text_diff
+from ..ir import hooks
 from ..ir.diff import printed
 from . import html as H
 
@@ -371,5 +373,7 @@ def pipeline(mod, passes, title: str = "pass pipeline") -> PipelineView:
             mod = pass_(mod)
     return recorder.view(mod=mod, title=title)
 
+
+hooks.provide("viz.ir_diff", sys.modules[__name__])   # ir.show_diff, PrintIRBeforeAfter
 
 __all__ = ["IRDiff", "PassDiff", "PipelineView", "pipeline"]

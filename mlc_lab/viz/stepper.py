@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .._env import in_notebook
+from ..ir import hooks
 from ..ir.diff import diff
 from ..ir.module import IRModule
 from ..tir.schedule import BlockRV, LoopRV, Schedule, ScheduleError, Trace
@@ -316,5 +317,7 @@ def _frame(body: str) -> str:
     the pictures bring their own background, and the diff styles itself."""
     return page(body, _CSS, "mlc-lab-stepper")
 
+
+hooks.provide("viz.stepper", Stepper)   # sch.stepper()
 
 __all__ = ["side_by_side", "stepper", "SideBySide", "Stepper", "StepView"]

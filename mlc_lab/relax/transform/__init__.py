@@ -1,6 +1,7 @@
 """Graph-level passes (one file each), called on a module: ``relax.transform.LegalizeOps()(mod)``.
 
-``pipeline.py`` lists the default order.
+``pipeline.py`` lists the default order. ``MetaScheduleApplyDatabase`` is the tuner's
+(``mlc_lab.meta_schedule.apply_database``, which publishes it here when imported).
 """
 from .annotate_tir_op_pattern import OP_PATTERN, AnnotateTIROpPattern, analyze_op_pattern
 from .bind_params import BindParams
@@ -11,7 +12,6 @@ from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR, FuseTIRError
 from .legalize_ops import LegalizeError, LegalizeOps
-from .meta_schedule import MetaScheduleApplyDatabase
 from .pipeline import PASSES, default_pipeline
 from .static_plan_block_memory import PLAN_ATTR, StaticPlanBlockMemory, memory_stats
 

@@ -49,6 +49,10 @@ import os
 from ...ir.module import IRModule
 from ...ir.transform import Pass, PassInfo
 from ...target import Target, get_backend
+from ...tir.schedule.policy.blocks import has_data_reuse, is_reduction
+from ...tir.schedule.policy.flops import estimate_flops
+from ...tir.schedule.policy.postproc import (RewriteParallelVectorizeUnroll, RewriteReductionBlock, VerifyModule,
+                                             blocks)
 from ...tir.function import PrimFunc
 from ...tir.schedule import Schedule, ScheduleError
 from ...tir.stmt_functor import post_order_visit
@@ -104,9 +108,6 @@ def default_schedule(func: PrimFunc, lanes: int = 16, cores: int = 1) -> tuple[s
     """The rule's name and the ``tir.Schedule`` of ``func`` (as "main") it made, whose trace
     replays the default schedule (the tuner measures it as the starting point of a model's
     kernel). Raises Unschedulable or ScheduleError where no rule applies."""
-    from ...meta_schedule.flop_counter import estimate_flops   # meta_schedule sits above relax
-    from ...meta_schedule.postproc import (RewriteParallelVectorizeUnroll, RewriteReductionBlock,
-                                           VerifyModule)
     sch = Schedule(func, debug_mask=0)
     _check_unscheduled(func)
     parallel = cores > 1 and estimate_flops(func) >= min_parallel_flops()
@@ -121,8 +122,6 @@ def default_schedule(func: PrimFunc, lanes: int = 16, cores: int = 1) -> tuple[s
 def _apply_rules(sch, lanes: int, parallel: bool) -> str:
     """Inline, then give each block the rule of its kind, the most demanding kinds first. The
     kernel's rule is that of the first block scheduled; when none is, the first reason."""
-    from ...meta_schedule.postproc import blocks
-    from ...meta_schedule.schedule_rule import has_data_reuse, is_reduction
     inline_elementwise(sch)
     found = blocks(sch, "main")
     reuse = [b for b in found if is_reduction(b) and has_data_reuse(b)]

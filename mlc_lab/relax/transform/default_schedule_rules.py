@@ -1,5 +1,5 @@
 # DefaultSchedule's rules, one per kind of block of a kernel (a PrimFunc "main" in a tir.Schedule).
-# They split, reorder, cache and annotate; the tuner's postprocessors apply the annotations.
+# They split, reorder, cache and annotate; the shared postprocessors apply the annotations.
 """Rules of ``relax.transform.DefaultSchedule``, one per kind of block:
 
 ``tile_reduction``    a reduction with data reuse (matmul, dense, batch matmul, conv2d): a
@@ -11,8 +11,8 @@
                       outputs as vector lanes, or ``rfactor`` into vector partial sums;
 ``vectorize_spatial`` an elementwise, broadcast or injective block: its innermost loop vectorized.
 
-The rules split, reorder, fuse, cache and annotate; the tuner's postprocessors
-(``meta_schedule.postproc``) then apply the annotations (vectorize, parallel, unroll) and
+The rules split, reorder, fuse, cache and annotate; the postprocessors the tuner uses too
+(``tir.schedule.policy.postproc``) then apply the annotations (vectorize, parallel, unroll) and
 decompose the reductions, as for a tuned schedule. A rule that does not fit a block raises
 ``Unschedulable`` before changing anything; a primitive that refuses raises its ScheduleError.
 """
@@ -22,6 +22,9 @@ from math import prod
 
 from ...arith import linear_form
 from ...tir.schedule import ScheduleError
+from ...tir.schedule.policy.blocks import (ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE, is_spatial,
+                                           loops_match_iters, writes_param)
+from ...tir.schedule.policy.postproc import blocks
 from ...tir.schedule.primitives.common import const_int
 from ...tir.stmt_functor import loads_in, uses_var
 
@@ -33,12 +36,6 @@ PACK_MIN_STRIDE = 1024     # pack an operand whose reduction steps lie this many
 
 class Unschedulable(Exception):
     """A rule does not fit the block; the message says why."""
-
-
-def _queries():
-    """The tuner's block queries and annotation keys (meta_schedule sits above relax)."""
-    from ...meta_schedule import schedule_rule
-    return schedule_rule
 
 
 # -- sizes and structure ------------------------------------------------------------------
@@ -62,7 +59,7 @@ def vector_width(extent: int, lanes: int) -> int:
 def matching_loops(sch, block_rv) -> tuple[list, list[int]]:
     """The block's loops, one per iterator in order (as legalization writes them), and their
     constant extents."""
-    loops = _queries().loops_match_iters(sch, block_rv)
+    loops = loops_match_iters(sch, block_rv)
     if loops is None:
         raise Unschedulable(f"the loops of block {block_rv.name} are already transformed")
     extents = [const_int(sch.get(loop).extent) for loop in loops]
@@ -111,8 +108,7 @@ def check_direct_loads(block) -> None:
 
 def annotate(sch, block_rv, vector: int = 0, parallel: int = 0, unroll: int = 0) -> None:
     """Leave the tuner's annotations for RewriteParallelVectorizeUnroll."""
-    q = _queries()
-    keys = (q.ANN_VECTORIZE, q.ANN_PARALLEL, q.ANN_UNROLL)
+    keys = (ANN_VECTORIZE, ANN_PARALLEL, ANN_UNROLL)
     for key, value in zip(keys, (vector, parallel, unroll)):
         if value > 1:
             sch.annotate(block_rv, key, value)
@@ -132,14 +128,12 @@ def inline_elementwise(sch) -> None:
     consumer is spatial too (a bias add into the ReLU after it). Unlike the tuner's AutoInline,
     never into a reduction or into two readers: recomputing softmax's exp twice, or a padding
     condition in a convolution's inner loop, costs more than the buffer saves."""
-    from ...meta_schedule.postproc import blocks
-    q = _queries()
     for block in blocks(sch, "main"):
         block_rv = sch.get_block(block.name_hint, "main")
-        if not q.is_spatial(block) or q.writes_param(sch, block_rv, block):
+        if not is_spatial(block) or writes_param(sch, block_rv, block):
             continue
         consumers = sch.get_consumers(block_rv)
-        if len(consumers) == 1 and q.is_spatial(sch.get(consumers[0])):
+        if len(consumers) == 1 and is_spatial(sch.get(consumers[0])):
             try:
                 sch.compute_inline(block_rv)
             except ScheduleError:
@@ -231,12 +225,11 @@ def _accumulate_in_tile(sch, block_rv, block, tile) -> list:
     """Accumulate the block in a "local" cache written back under ``tile``, and move its single
     elementwise consumer there too, reading the cache directly. Returns the blocks under the
     tile after the reduction."""
-    q = _queries()
     write_back = sch.cache_write(block_rv, 0, "local")
     sch.reverse_compute_at(write_back, tile, preserve_unit_loops=True)
     consumers = sch.get_consumers(write_back)
-    if q.writes_param(sch, block_rv, block) or len(consumers) != 1 \
-            or not q.is_spatial(sch.get(consumers[0])):
+    if writes_param(sch, block_rv, block) or len(consumers) != 1 \
+            or not is_spatial(sch.get(consumers[0])):
         return [write_back]
     try:
         sch.reverse_compute_at(consumers[0], tile, preserve_unit_loops=True)

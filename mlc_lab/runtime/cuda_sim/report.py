@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+from ..._html import escape as esc, page   # the shared, theme-following view
 from .gpus import gpu_spec
 from .timing import estimate
 
@@ -82,7 +83,6 @@ class Profile:
         return str(self)
 
     def _repr_html_(self) -> str:
-        from ...viz.html import escape as esc, page   # the shared, theme-following view
         summary = "".join(f"<tr><th>{esc(a)}</th><td>{esc(b)}</td></tr>" for a, b in self.summary())
         head = "".join(f"<th>{esc(c)}</th>" for c in _COLUMNS)
         body = "".join("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>"

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import build, tir
+from ... import tir
+from ...driver import build
 from ...ir import structural_equal
 from ...runtime.llvm_runtime import VectorizeWarning
 from ...script import from_source
@@ -135,7 +136,7 @@ def gpu_bound(mod):
     """``mod`` with the outermost loop of every root loop nest split over 32 threads and bound to
     blocks and threads (one kernel per nest), or None where an outermost loop carries a
     reduction or a block has no loop."""
-    from ...meta_schedule.postproc import feeds_only_spatial, block_names
+    from ...tir.schedule.policy.postproc import feeds_only_spatial, block_names
     sch = tir.Schedule(mod)
     names = block_names(sch, "main")
     for name in names:

@@ -2,6 +2,8 @@
 the rule, and shows the function with the culprit underlined."""
 from __future__ import annotations
 
+from ...ir.node import printer
+
 
 class ScheduleError(Exception):
     """Base class of every error a schedule primitive raises on misuse."""
@@ -14,8 +16,7 @@ class ScheduleError(Exception):
     def _format(self) -> str:
         text = f"{type(self).__name__} in sch.{self.primitive}: {self.rule}"
         if self.func is not None:
-            from ...script.printer import script
-            shown = script(self.func, underline=self.culprits, name=self.func_name)
+            shown = printer().script(self.func, underline=self.culprits, name=self.func_name)
             text += "\n" + "\n".join("    " + line for line in shown.splitlines())
         return text
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...runtime.interpreter_expr import UninitializedReadError
-from ..buffer import Buffer
+from ...ir import hooks
+from ..buffer import Buffer, UninitializedReadError
 from ..expr import IntImm, Var
 
 
@@ -31,7 +31,7 @@ def random_arguments(func, seed: int = 0, symbolic_size: int = 8) -> list:
 
 
 def run(func, args) -> list:
-    from ...runtime.interpreter import run as interpret
+    interpret = hooks.need("runtime.interpreter")
     arrays = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     interpret(func, arrays)
     return arrays

@@ -6,6 +6,7 @@ import difflib
 import numpy as np
 
 from ..._env import debug_enabled
+from ...ir import hooks
 from ...ir.module import IRModule
 from .. import stmt as S
 from ..function import PrimFunc
@@ -349,8 +350,7 @@ class ScheduleBase:
         """Step through this schedule's trace: each call, the IR after it, the diff from the step
         before and the loop nest of the block it touched; a slider in a notebook, static HTML or
         text elsewhere (see ``mlc_lab.viz.stepper``)."""
-        from ...viz.stepper import Stepper
-        return Stepper(self, live=live)
+        return hooks.need("viz.stepper")(self, live=live)
 
     # -- numerics guard --------------------------------------------------------------------
     def _check_numerics(self, func_name: str, new_func: PrimFunc, primitive: str) -> None:

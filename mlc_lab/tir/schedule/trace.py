@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...ir import hooks
 from .rv import BlockRV, LoopRV, SampledInt
 
 HANDLES = (BlockRV, LoopRV, SampledInt)
@@ -69,8 +70,7 @@ class Trace:
     __repr__ = __str__   # a trace shown as a notebook cell's value reads as the script
 
     def show(self) -> None:
-        from ...script.highlight import display_code
-        display_code(str(self))
+        hooks.need("script.display_code")(str(self))
 
     # -- JSON ------------------------------------------------------------------------------
     def as_json(self) -> list:

@@ -3,11 +3,11 @@
 statements and index arithmetic are not counted."""
 from __future__ import annotations
 
-from ..ir.module import IRModule
-from ..tir import expr as E
-from ..tir.function import PrimFunc
-from ..tir.functor import StmtExprVisitor
-from ..tir.schedule.primitives.common import const_int
+from ....ir.module import IRModule
+from ... import expr as E
+from ...function import PrimFunc
+from ...functor import StmtExprVisitor
+from ..primitives.common import const_int
 
 _ARITH = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max, E.FloorDiv, E.Mod, E.FloorMod)
 

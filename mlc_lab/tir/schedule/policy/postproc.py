@@ -7,12 +7,12 @@ the design (what the space sampled) followed by what postprocessing did.
 """
 from __future__ import annotations
 
-from ..tir import stmt as S
-from ..tir.schedule import ScheduleError
-from ..tir.schedule.primitives.common import all_blocks_under, const_int
-from ..tir.stmt_functor import uses_var
-from ..tir.verify import VerifyError, verify
-from .schedule_rule import ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE
+from ... import stmt as S
+from ..errors import ScheduleError
+from ..primitives.common import all_blocks_under, const_int
+from ...stmt_functor import uses_var
+from ...verify import VerifyError, verify
+from .blocks import ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE
 
 
 class Postproc:
@@ -37,7 +37,7 @@ def blocks(sch, func_name: str) -> list:
 
 
 def prim_func_names(mod) -> list[str]:
-    from ..tir.function import PrimFunc
+    from ...function import PrimFunc
     return [gv.name_hint for gv, f in mod.functions.items() if isinstance(f, PrimFunc)]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ....arith.simplify import linear_form
+from ....ir import hooks
 from ... import expr as E
 from ...stmt_functor import uses_var
 from .common import const_int
@@ -34,7 +35,7 @@ def repeated_points(realize, loops, outer_loops=()) -> bool | None:
 
 
 def _enumerate(realize, loops, outer_loops) -> bool | None:
-    from ....runtime.interpreter_expr import Evaluator
+    Evaluator = hooks.need("runtime.evaluator")
     env = {}
     for lp in outer_loops:
         if const_int(lp.min) is None:

@@ -8,7 +8,7 @@ import inspect
 import numpy as np
 
 from ....arith import int_bound, simplify
-from ....ir import structural_equal
+from ....ir import hooks, structural_equal
 from ...analysis import relax_bound
 from ... import expr as E
 from ... import stmt as S
@@ -154,7 +154,7 @@ def index_map_source(index_map) -> str:
 
 
 def _compile_index_map(text: str):
-    from ....script import tir as T
+    T = hooks.need("script.tir")
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError:

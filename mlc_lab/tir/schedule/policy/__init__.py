@@ -1,0 +1,13 @@
+"""Schedule policy: what both ``relax.build``'s default schedules (``relax.transform.DefaultSchedule``)
+and the tuner's automatic space (``meta_schedule``) decide by, kept below both so neither reaches
+into the other.
+
+    blocks.py     queries about a block (is_spatial, is_reduction, has_data_reuse, tileable_loops)
+                  and the annotation keys rules use to ask for parallel/vector/unroll loops
+    postproc.py   postprocessors: annotations become loop kinds, reductions are decomposed, the
+                  result is verified (``meta_schedule.postproc`` is this module)
+    flops.py      floating-point operations of a program (``meta_schedule.flop_counter``)
+"""
+from . import blocks, flops, postproc
+
+__all__ = ["blocks", "flops", "postproc"]
