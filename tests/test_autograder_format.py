@@ -160,7 +160,8 @@ def test_check_messages_locate_without_showing_expected_values():
         checks.compare(np.zeros((8, 8)), np.zeros(8), "x")
     earned = checks.by_ratio(1.5, full=2.0, partial=1.0, points=2)
     assert earned == pytest.approx(1.5) and repr(earned) == "1.5" and "1.50x" in earned.message
-    assert checks.by_ratio(2.5, full=2.0, points=2) == 2 and checks.by_ratio(2.5, full=2.0, points=2).message == ""
+    assert checks.by_ratio(2.5, full=2.0, points=2) == 2
+    assert checks.by_ratio(2.5, full=2.0, points=2).message == "speedup 2.50x: full points from 2x"
     with pytest.raises(checks.GradingFailure, match="below the 1x"):
         checks.by_ratio(0.5, full=2.0, partial=1.0, points=2)
     assert checks.loops(func, "C") == [(8, "serial"), (8, "serial")]

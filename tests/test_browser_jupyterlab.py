@@ -5,8 +5,9 @@ all its cells, and checks that no cell failed, that no output scrolls sideways, 
 keep their columns (code right of its +/- marker), that (chapter 02)
 the schedule stepper is a live widget whose "next" button moves it on a step, and that (chapters
 03 and 07) the graphs are drawn and fusion leaves fewer calls in the "after" panel of a diff.
-Every chapter and classroom demo runs in the light theme; the chapters with widgets or pictures in
-the dark one too.
+Every chapter and classroom demo runs in the light theme; for the chapters with widgets or
+pictures the page then switches to the dark theme, as a learner's toggle does, and the views are
+checked again (the outputs restyle with the theme's variables, so nothing is run twice).
 Screenshots land in pytest's tmp_path, whose path the test prints (see it with ``-s``)."""
 import json
 import os
@@ -261,13 +262,29 @@ def check_graphs(page, shots: Path, name: str) -> None:
 CHAPTERS = sorted(f"chapters/{path.name}" for path in (REPO / "chapters").glob("*.ipynb"))
 DEMOS = sorted(f"demos/{path.name}" for path in (REPO / "demos").glob("*.ipynb"))
 DARK = {"02", "03", "06", "07"}       # the stepper, graphs, GPU pictures and pass pipeline
-CASES = [(notebook, "light") for notebook in CHAPTERS + DEMOS] + [
-    (notebook, "dark") for notebook in CHAPTERS if Path(notebook).name[:2] in DARK]
+CASES = [(notebook, "light") for notebook in CHAPTERS + DEMOS]
 
 
 def case_name(notebook: str, theme: str) -> str:
     stem = Path(notebook).stem
-    return f"{stem[:2] if notebook.startswith('chapters/') else stem}-{theme}"
+    chapter = stem[:2] if notebook.startswith("chapters/") else ""
+    return f"{chapter or stem}-{theme}" + ("+dark" if chapter in DARK else "")
+
+
+def switch_to_dark(page) -> None:
+    """The theme toggle of a running JupyterLab, as a learner uses it."""
+    page.evaluate("() => jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
+    page.wait_for_timeout(500)      # the stylesheet swap settles
+
+
+def check_views(page, notebook: str, theme: str, chapter: str, shots: Path, name: str) -> None:
+    overflowing = page.evaluate(OVERFLOWING)
+    assert not overflowing, f"{notebook} ({theme}): outputs scroll sideways: {overflowing}"
+    overlapping = page.evaluate(OVERLAPPING_DIFF_LINES)
+    assert not overlapping, f"{notebook} ({theme}): diff lines overlap their markers: {overlapping[:5]}"
+    if chapter in ("03", "07"):
+        check_graphs(page, shots, f"{name}-{theme}")
 
 
 @pytest.mark.parametrize("relative,theme", CASES, ids=[case_name(n, t) for n, t in CASES])
@@ -275,7 +292,7 @@ def test_chapter_runs_cleanly_in_jupyterlab(lab, page, tmp_path, relative, theme
     # A fresh copy of the notebook's folder for each case: a new kernel, untouched notebooks.
     source, name = REPO / relative, case_name(relative, theme)
     notebook, chapter = source.name, source.name[:2] if relative.startswith("chapters/") else ""
-    folder = name
+    folder = name.replace("+", "-")      # a URL path segment
     shutil.copytree(source.parent, lab.root / folder)
     lab.set_theme(theme)
     print(f"\nJupyterLab screenshots of {notebook} ({theme}): {tmp_path}")
@@ -295,14 +312,13 @@ def test_chapter_runs_cleanly_in_jupyterlab(lab, page, tmp_path, relative, theme
 
         outputs = page.evaluate("() => jupyterapp.shell.currentWidget.node.querySelectorAll('.jp-OutputArea-output').length")
         assert outputs > 0, f"{notebook}: no outputs shown, so nothing was checked"
-        overflowing = page.evaluate(OVERFLOWING)
-        assert not overflowing, f"{notebook} ({theme}): outputs scroll sideways: {overflowing}"
-        overlapping = page.evaluate(OVERLAPPING_DIFF_LINES)
-        assert not overlapping, f"{notebook} ({theme}): diff lines overlap their markers: {overlapping[:5]}"
+        check_views(page, notebook, theme, chapter, tmp_path, name)
         if chapter == "02":
             check_stepper(page, tmp_path, name)
-        if chapter in ("03", "07"):
-            check_graphs(page, tmp_path, name)
+        if chapter in DARK:
+            switch_to_dark(page)
+            page.screenshot(path=tmp_path / f"{name}-dark-end.png")
+            check_views(page, notebook, "dark", chapter, tmp_path, name)
     except BaseException:
         page.screenshot(path=tmp_path / f"{name}-failure.png")
         print(f"JupyterLab server log (tail):\n{lab.log_text()}")

@@ -202,9 +202,8 @@ HW07_UNCOUNTED = _edited("hw07_graph_optimization", "task4-answer",
 HW04_HAND_TILED_J = _edited("hw04_auto_optimization", "task1-answer",
                             "sch.split(j, factors=sch.sample_perfect_tile(j, n=2, max_innermost_factor=32))",
                             "sch.split(j, factors=[None, 32])")
-# hw04 task 2: candidate t drawn with seed t, whatever the seed asked for.
-HW04_SEED_IGNORED = _edited("hw04_auto_optimization", "task2-answer", "schedule_mm(mod, seed + t)",
-                            "schedule_mm(mod, t)")
+# hw04 task 2: the three candidates tried while experimenting, whatever n_trials asks for.
+HW04_THREE_TRIALS = _edited("hw04_auto_optimization", "task2-answer", "for t in range(n_trials)]", "for t in range(3)]")
 # hw04 task 3: always the first tile step mutated (each child is a right one-factor move).
 HW04_FIRST_STEP_ONLY = _edited("hw04_auto_optimization", "task3-answer",
                                "step = steps[int(rng.integers(len(steps)))]", "step = steps[0]")
@@ -269,7 +268,7 @@ WRONG = {
                                 "task3-answer": (HW07_NO_REWRITE, ["task3-dense"]),
                                 "task4-answer": (HW07_UNCOUNTED, ["task4-rules"])},
     "hw04_auto_optimization": {"task1-answer": (HW04_HAND_TILED_J, ["task1"]),
-                               "task2-answer": (HW04_SEED_IGNORED, ["task2"]),
+                               "task2-answer": (HW04_THREE_TRIALS, ["task2"]),
                                "task3-answer": (HW04_FIRST_STEP_ONLY, ["task3-spread"]),
                                "task4-answer": (HW04_PEARSON, ["task4"])},
     "hw06_gpu": {"task1-answer": (HW06_128_THREADS, ["task1"]),
