@@ -1,6 +1,5 @@
 """relax.build and the VirtualMachine: the course MLP end to end, packed functions, symbolic
 batch sizes, argument errors and memory statistics; every result is checked against numpy."""
-import importlib
 
 import numpy as np
 import pytest
@@ -289,19 +288,14 @@ def build_add_relu():
     return bb.get()
 
 
-def test_high_level_op_without_legalization_is_a_clear_error(monkeypatch):
-    build_module = importlib.import_module("mlc_lab.relax.build")
-    monkeypatch.setattr(build_module, "_transform_package", lambda: None)
+def test_high_level_op_without_legalization_is_a_clear_error():
     with pytest.raises(ValueError, match=r"relax.build: the module still calls relax.add, "
                                          r"relax.nn.relu; apply relax.transform.LegalizeOps\(\) first"):
-        relax.build(build_add_relu(), "python")
-    with pytest.raises(ValueError, match="apply relax.transform.LegalizeOps"):
         relax.build(build_add_relu(), "python", pipeline=[])
 
 
 @pytest.mark.parametrize("opt_level", [0, 1])
 def test_high_level_ops_are_legalized(opt_level):
-    pytest.importorskip("mlc_lab.relax.transform")
     ex = relax.build(build_add_relu(), "llvm", opt_level=opt_level)
     assert ex.lib.function_names
     vm = relax.VirtualMachine(ex, mlc_lab.cpu())

@@ -12,7 +12,6 @@ from IRModule to IRModule (a pass, a Sequential, or a list of them).
 """
 from __future__ import annotations
 
-import importlib
 from typing import Optional
 
 from ..driver import build as build_prim_funcs
@@ -58,22 +57,16 @@ def build(mod, target="llvm", params: Optional[dict] = None, opt_level: int = 1,
 
 
 def _transform_package():
-    """``mlc_lab.relax.transform``, or None while the package does not exist."""
-    try:
-        return importlib.import_module("mlc_lab.relax.transform")
-    except ModuleNotFoundError as err:
-        if err.name != "mlc_lab.relax.transform":
-            raise
-        return None
+    """``mlc_lab.relax.transform`` (its passes import this package, so it is taken when needed)."""
+    from . import transform
+    return transform
 
 
 def _default_passes(opt_level: int, target: Target) -> list:
     if not isinstance(opt_level, int) or opt_level < 0:
         raise ValueError(f"relax.build: opt_level must be an int >= 0, got {opt_level!r}")
     transform = _transform_package()
-    if transform is None:
-        return []
-    if opt_level >= 1 and hasattr(transform, "default_pipeline"):
+    if opt_level >= 1:
         return [transform.default_pipeline(target)]
     return [transform.LegalizeOps()]
 
@@ -105,11 +98,7 @@ def _check_runnable(mod: IRModule, legalized: bool) -> None:
 
 
 def _bind_params(mod: IRModule, func_name: str, params: dict) -> IRModule:
-    transform = _transform_package()
-    if transform is None or not hasattr(transform, "BindParams"):
-        raise NotImplementedError("relax.build(params=...) binds parameters with "
-                                  "relax.transform.BindParams, which is not available")
-    return transform.BindParams(func_name, params)(mod)
+    return _transform_package().BindParams(func_name, params)(mod)
 
 
 __all__ = ["build"]
