@@ -32,13 +32,15 @@ book: $(VENV)/.installed-book
 	$(PY) book/build.py --out _build/book
 
 # Executed copies of the classroom demos, demos/html/NAME.html: the fallback when a live run fails
-# in class (a few minutes; full settings). The export keeps no widget state, so each widget shows
+# in class (a few minutes; full settings), sharing one copy of the template's stylesheet (lab.css).
+# The export keeps no widget state, so each widget shows
 # the static view it publishes beside itself. tests/test_demos_html.py fails on a stale copy.
 .PHONY: demos-html
 demos-html: $(VENV)/.installed-test
 	env -u MLC_LAB_DEMO_QUICK $(VENV)/bin/jupyter nbconvert --to html --template lab --execute \
 		--ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=600 \
 		--ExecutePreprocessor.store_widget_state=False --output-dir demos/html demos/*.ipynb
+	$(PY) demos/share_css.py demos/html/*.html
 
 # Clear the outputs saved in the notebooks' files (git's filter already keeps them out of commits).
 strip:

@@ -104,3 +104,18 @@ def test_the_parser_reads_code_and_errors_of_an_export(tmp_path):
                                                   traceback=["\x1b[31mZeroDivisionError\x1b[39m  Traceback"])]
     (tmp_path / "page.html").write_text(exporter.from_notebook_node(nb)[0], encoding="utf-8")
     assert exported(tmp_path / "page.html").errors == 1
+
+
+def test_copies_share_one_template_stylesheet_that_a_browser_applies(page):
+    """``demos/share_css.py`` (run by ``make demos-html``) moved the template's stylesheet, the same
+    in every page, to demos/html/lab.css: each page links it and keeps no copy in its head, and a
+    page opened from disk gets JupyterLab's layout from it."""
+    shared = HTML / "lab.css"
+    assert shared.exists() and ".jp-Cell" in shared.read_text(encoding="utf-8"), f"{shared.name} is missing; {REMAKE}"
+    for copy in sorted(HTML.glob("*.html")):
+        head = copy.read_text(encoding="utf-8").split("<body", 1)[0]
+        assert '<link rel="stylesheet" href="lab.css">' in head and "<style" not in head, \
+            f"{copy.name} carries the template stylesheet itself; {REMAKE}"
+    page.goto((HTML / f"{DEMOS[0].stem}.html").as_uri())
+    assert page.evaluate("() => getComputedStyle(document.body).getPropertyValue('--jp-layout-color1').trim()"), \
+        "the page does not get JupyterLab's theme variables from lab.css"
