@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from mlc_lab import tir
-from mlc_lab.runtime import interpreter_grid, run
+from mlc_lab.runtime import run
+from mlc_lab.runtime.interpreter import grid as interpreter_grid
 from mlc_lab.tir import (Block, BlockRealize, BufferStore, For, IfThenElse, IterVar, LetStmt,
                          PrimFunc, Range, SeqStmt, Var, call_intrin, const)
 

@@ -5,7 +5,7 @@ import pytest
 import mlc_lab
 from mlc_lab import tir
 from mlc_lab.script import tir as T
-from mlc_lab.tir.schedule.lookup import child_blocks
+from mlc_lab.tir.schedule.func_index import child_blocks
 from schedule_checks import assert_schedule_ok, unchanged_after
 
 from corpus import mm_relu, softmax, symbolic_add

@@ -9,7 +9,7 @@ from mlc_lab import tir
 from mlc_lab.ir import assert_structural_equal
 from mlc_lab.script import tir as T
 from mlc_lab.tir.schedule import numerics
-from mlc_lab.tir.schedule.lookup import FuncIndex
+from mlc_lab.tir.schedule.func_index import FuncIndex
 
 from corpus import CORPUS
 

@@ -247,7 +247,7 @@ def test_ir_diff_text_and_side_by_side_html():
 def test_numerics_guard_names_the_step_and_keeps_the_old_module():
     from mlc_lab.tir import BufferStore, FloatImm
     from mlc_lab.tir.schedule import NumericsChangedError
-    from mlc_lab.tir.schedule.lookup import replace_stmts, FuncIndex
+    from mlc_lab.tir.schedule.func_index import replace_stmts, FuncIndex
     sch = tir.Schedule(bad_reorder_target, check_numerics=True)
     realize = FuncIndex(sch.mod["main"]).blocks["B"]
     store = realize.block.body
@@ -378,7 +378,7 @@ def test_fuse_preserve_unit_iters(preserve):
 
 def _ill_formed_step(sch):
     """Install a block that stores to a buffer it does not declare in T.writes."""
-    from mlc_lab.tir.schedule.lookup import FuncIndex
+    from mlc_lab.tir.schedule.func_index import FuncIndex
     realize = FuncIndex(sch.mod["main"]).blocks["B"]
     sch._replace("main", {id(realize): realize.replace(block=realize.block.replace(writes=()))},
                  "broken_step")
@@ -396,7 +396,7 @@ def test_debug_mask_verifies_every_step_and_names_it():
 
 
 def test_debug_mask_verifies_the_initial_module_and_checks_its_type(monkeypatch):
-    from mlc_lab.tir.schedule.lookup import FuncIndex, replace_stmts
+    from mlc_lab.tir.schedule.func_index import FuncIndex, replace_stmts
     realize = FuncIndex(scale_10x4).blocks["B"]
     broken = replace_stmts(scale_10x4, {id(realize): realize.replace(
         block=realize.block.replace(writes=()))})

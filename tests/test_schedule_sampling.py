@@ -154,7 +154,7 @@ def test_new_tile_decision_flows_into_the_split_that_uses_it():
 
 
 def _loop_extent(sch, loop_rv):
-    from mlc_lab.tir.schedule.lookup import FuncIndex
+    from mlc_lab.tir.schedule.func_index import FuncIndex
     return FuncIndex(sch.mod["main"]).loops[id(loop_rv.var)].extent.value
 
 

@@ -7,7 +7,7 @@ import pytest
 from mlc_lab import tir
 from mlc_lab.ir import structural_equal
 from mlc_lab.script import tir as T
-from mlc_lab.tir.schedule.lookup import FuncIndex
+from mlc_lab.tir.schedule.func_index import FuncIndex
 from mlc_lab.tir.stmt_functor import (free_buffers, free_vars, loads_in, post_order_visit, stores_in,
                                       substitute, uses_var)
 

@@ -19,8 +19,8 @@ from mlc_lab.frontend import nn
 from mlc_lab.relax import op as R
 from mlc_lab.relax import transform as RT
 from mlc_lab.viz.graph import graph, graph_diff
-from mlc_lab.viz.graph_layout import NODE_GAP, layered_layout
-from mlc_lab.viz.graph_svg import CHAR_EM
+from mlc_lab.viz.graph.layout import NODE_GAP, layered_layout
+from mlc_lab.viz.graph.svg import CHAR_EM
 
 SVG = "{http://www.w3.org/2000/svg}"
 

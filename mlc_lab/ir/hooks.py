@@ -20,7 +20,7 @@ SERVICES = {
     "script.display_code": "mlc_lab.script.highlight",      # highlighted code in Jupyter
     "script.tir": "mlc_lab.script.tir",                     # the T namespace, for index-map lambdas
     "runtime.interpreter": "mlc_lab.runtime.interpreter",   # run a PrimFunc on numpy arrays
-    "runtime.evaluator": "mlc_lab.runtime.interpreter_expr",   # evaluate TIR expressions with numpy
+    "runtime.evaluator": "mlc_lab.runtime.interpreter.expr",   # evaluate TIR expressions with numpy
     "relax.Op": "mlc_lab.relax.expr",                       # mlc_lab.ir.Op (an Op is a relax Expr)
     "tir.verify": "mlc_lab.tir.verify",                     # well-formedness after each pass
     "viz.ir_diff": "mlc_lab.viz.ir_diff",                   # IRDiff, PassDiff, PipelineView

@@ -91,7 +91,7 @@ import numpy as np
 from ..tir.function import PrimFunc
 from ..tir.transform.lower_blocks import lower_blocks
 from ..tir.transform.simplify import simplify
-from .feature_walk import FLOAT_KINDS, OP_KINDS, Store, Walker
+from .store_analysis import FLOAT_KINDS, OP_KINDS, Store, Walker
 
 # The names are read off the table above, so the documentation and the vector cannot drift apart.
 FEATURE_NAMES = [line.split()[0] for line in

@@ -18,7 +18,7 @@ for CPUs, in the order ``PostOrderApply`` runs them over every block:
 from __future__ import annotations
 
 from ..tir.schedule import ScheduleError
-from ..tir.schedule.primitives.common import all_blocks_under, const_int
+from ..tir.schedule.primitives.scope import all_blocks_under, const_int
 from ..tir.schedule.policy.blocks import (ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE, has_data_reuse,  # noqa: F401
                                           is_reduction, is_spatial, loops_match_iters, tileable_loops,
                                           writes_param)

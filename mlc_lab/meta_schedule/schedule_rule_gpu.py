@@ -18,7 +18,7 @@ Postprocessing decomposes reductions and rejects a schedule the GPU cannot launc
 from __future__ import annotations
 
 from ..tir.schedule import ScheduleError
-from ..tir.schedule.primitives.common import const_int
+from ..tir.schedule.primitives.scope import const_int
 from ..tir.schedule.policy.postproc import Postproc, RewriteReductionBlock, VerifyModule, feeds_only_spatial
 from .schedule_rule import AutoInline, ScheduleRule, tileable_loops
 

@@ -2,7 +2,7 @@
 from . import ndarray
 from .device import Device, cpu, cuda, device
 from .interpreter import Program, run
-from .interpreter_expr import UninitializedReadError
+from .interpreter.expr import UninitializedReadError
 from .module import BenchmarkResult, Module, bind_arguments
 from .ndarray import NDArray
 

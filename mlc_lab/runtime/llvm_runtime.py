@@ -27,7 +27,7 @@ from ..codegen.llvm import (STATUS_NO_MEMORY, STATUS_OK, STATUS_OUT_OF_BOUNDS, S
                             llvm_target, render_module)
 from ..tir import expr as E
 from ..tir.buffer import Buffer
-from .interpreter_expr import Evaluator
+from .interpreter.expr import Evaluator
 from .module import bind_arguments
 from .ndarray import NDArray
 from . import parallel

@@ -17,7 +17,7 @@ from ..tir.buffer import Buffer
 from ..tir.expr import IntImm, Var
 from ..tir.functor import StmtExprVisitor
 from .device import Device
-from .interpreter_expr import Evaluator, np_dtype
+from .interpreter.expr import Evaluator, np_dtype
 from .ndarray import NDArray
 
 

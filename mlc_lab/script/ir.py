@@ -16,7 +16,7 @@ def ir_module(cls) -> IRModule:
     members = {name: value for name, value in vars(cls).items()
                if isinstance(value, (PrimFunc, Function, DeferredFunction))}
     if any(isinstance(value, DeferredFunction) for value in members.values()):
-        from .parser_relax_module import parse_module_members
+        from .parser.relax_module import parse_module_members
         members = parse_module_members(cls.__name__, members)
     return IRModule(members)
 

@@ -76,7 +76,7 @@ def function(func=None, *, private: bool = False, pure: bool = True):
             raise TypeError(f"@R.function decorates a function, got {type(f).__name__}")
         if _in_class_body(f):
             return DeferredFunction(f, private, pure)
-        from .parser_relax_module import parse_python_function
+        from .parser.relax_module import parse_python_function
         return parse_python_function(f, private=private, pure=pure)
 
     return decorate if func is None else decorate(func)

@@ -26,7 +26,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.function import PrimFunc
 from ..tir.schedule import BlockRV, LoopRV, Schedule
-from ..tir.schedule.lookup import FuncIndex, child_blocks
+from ..tir.schedule.func_index import FuncIndex, child_blocks
 from ..tir.schedule.primitives.region import relax_region
 from ..tir.stmt_functor import substitute
 

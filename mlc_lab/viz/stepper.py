@@ -23,7 +23,7 @@ from ..ir import hooks
 from ..ir.diff import diff
 from ..ir.module import IRModule
 from ..tir.schedule import BlockRV, LoopRV, Schedule, ScheduleError, Trace
-from ..tir.schedule.lookup import FuncIndex
+from ..tir.schedule.func_index import FuncIndex
 from .html import escape, highlight, page
 from .ir_diff import IRDiff
 from .loop_nest import blocks_under, loop_nest

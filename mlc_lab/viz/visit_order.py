@@ -10,10 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..arith import simplify
-from ..runtime.interpreter_expr import Evaluator
+from ..runtime.interpreter.expr import Evaluator
 from ..tir import expr as E
 from ..tir import stmt as S
-from ..tir.schedule.lookup import FuncIndex
+from ..tir.schedule.func_index import FuncIndex
 from .loop_nest import (MAX_FRAMES, MAX_ITERATIONS, MAX_SIDE, ROLE_COLOURS, WRITTEN_BEFORE,
                         _container, _legend, _shape, _slice_text, _svg, _text)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..expr import Call
 from ..struct_info import TensorStructInfo, dims_equal, shape_text
-from .common import broadcast_shapes, check_arity, same_dtype, tensor_arg, unknown_tensor, user_name
+from .infer import broadcast_shapes, check_arity, same_dtype, tensor_arg, unknown_tensor, user_name
 from .registry import make_call, register_op
 
 

@@ -7,7 +7,7 @@ from ...ir.module import GlobalVar
 from ...tir.expr import PrimExpr
 from ..expr import Call, ExternFunc, ShapeExpr, Tuple, as_expr
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo, shape_text, to_shape
-from .common import user_name
+from .infer import user_name
 from .registry import make_call, register_op
 
 

@@ -8,7 +8,7 @@ The PrimFunc is named after the op (``matmul``, ``add``, ``relu``), so fused ker
 from __future__ import annotations
 
 from ... import topi
-from .common import user_name
+from .infer import user_name
 from .registry import op_info, register_legalize
 
 

@@ -7,7 +7,7 @@ from typing import Optional
 from ...tir import dtype as dt
 from ..expr import Call
 from ..struct_info import TensorStructInfo, dims_equal, dim_value, shape_text
-from .common import (broadcast_shapes, check_arity, same_dtype, tensor_arg, unknown_tensor,
+from .infer import (broadcast_shapes, check_arity, same_dtype, tensor_arg, unknown_tensor,
                      user_name)
 from .registry import make_call, register_op
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..expr import Call, ShapeExpr
 from ..struct_info import (ShapeStructInfo, TensorStructInfo, dim_value, dims_equal, shape_text,
                            to_dim, to_shape)
-from .common import (check_arity, normalize_axes, product, tensor_arg, unknown_tensor, user_name)
+from .infer import (check_arity, normalize_axes, product, tensor_arg, unknown_tensor, user_name)
 from .registry import make_call, register_op
 
 

@@ -9,7 +9,7 @@ from ...tir import dtype as dt
 from ...tir.expr import FloorDiv
 from ..expr import Call
 from ..struct_info import TensorStructInfo, dim_value, dims_equal, shape_text, to_dim
-from .common import (check_arity, normalize_axis, padding4, pair, require_float, same_dtype,
+from .infer import (check_arity, normalize_axis, padding4, pair, require_float, same_dtype,
                      tensor_arg, unknown_tensor, user_name)
 from .linear_algebra import dense
 from .registry import make_call, register_op

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ...tir.expr import IntImm
 from ..expr import Call
 from ..struct_info import TensorStructInfo
-from .common import check_arity, normalize_axes, tensor_arg, unknown_tensor
+from .infer import check_arity, normalize_axes, tensor_arg, unknown_tensor
 from .registry import make_call, register_op
 
 

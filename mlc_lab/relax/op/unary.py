@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..expr import Call
 from ..struct_info import TensorStructInfo
-from .common import check_arity, require_float, tensor_arg
+from .infer import check_arity, require_float, tensor_arg
 from .registry import make_call, register_op
 
 

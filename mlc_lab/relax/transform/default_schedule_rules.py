@@ -25,7 +25,7 @@ from ...tir.schedule import ScheduleError
 from ...tir.schedule.policy.blocks import (ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE, is_spatial,
                                            loops_match_iters, writes_param)
 from ...tir.schedule.policy.postproc import blocks
-from ...tir.schedule.primitives.common import const_int
+from ...tir.schedule.primitives.scope import const_int
 from ...tir.stmt_functor import loads_in, uses_var
 
 MAX_ROWS = 8               # rows of a register tile: 8 x 2 vectors = 16 of the 32 AVX-512 registers

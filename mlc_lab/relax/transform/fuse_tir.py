@@ -39,7 +39,7 @@ from ...tir.expr import Call as TirCall, IntImm, Select, Var as TirVar
 from ...tir.function import PrimFunc
 from ...tir.functor import StmtExprMutator, StmtExprVisitor
 from ...tir.schedule import Schedule, ScheduleError
-from ...tir.schedule.lookup import child_blocks
+from ...tir.schedule.func_index import child_blocks
 from ...tir.stmt import Block, BlockRealize, BufferStore, For, IterVar, seq
 from ...tir.stmt_functor import post_order_visit
 from ..expr import Call, Function, Tuple, TupleGetItem, Var

@@ -22,7 +22,7 @@ import numpy as np
 from ...tir import expr as E
 from ...tir import stmt as S
 from ...tir.transform.inject_sync import is_sync
-from ..interpreter_expr import _VISIT, Evaluator, _cast, np_dtype
+from ..interpreter.expr import _VISIT, Evaluator, _cast, np_dtype
 from .errors import BarrierDivergenceError, OutOfBoundsError, SimulatorError
 from .memory import LocalMemory, SharedMemory
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...tir import dtype as dt
-from ..interpreter_expr import _poison, np_dtype
+from ..interpreter.expr import _poison, np_dtype
 
 
 class Lanes:

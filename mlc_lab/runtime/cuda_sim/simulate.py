@@ -17,7 +17,7 @@ import numpy as np
 
 from ...tir import expr as E
 from ...tir.buffer import Buffer
-from ..interpreter_expr import np_dtype
+from ..interpreter.expr import np_dtype
 from .counters import BufferCounters, KernelCounters
 from .executor import Machine
 from .gpus import Occupancy, gpu_spec, occupancy

@@ -18,7 +18,7 @@ import numpy as np
 from ...tir import dtype as dt
 from ...tir import expr as E
 from ...tir import stmt as S
-from ..interpreter_expr import _trunc_div, np_dtype
+from ..interpreter.expr import _trunc_div, np_dtype
 
 _INFIX = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.FloorDiv: "//", E.FloorMod: "%", E.EQ: "==",
           E.NE: "!=", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=", E.And: "&", E.Or: "|"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...tir.schedule.lookup import FuncIndex
+from ...tir.schedule.func_index import FuncIndex
 
 SCOPES = ("global", "local", "shared")
 

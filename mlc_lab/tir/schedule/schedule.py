@@ -13,7 +13,7 @@ from ..function import PrimFunc
 from ..verify import VerifyError, verify
 from . import errors
 from .instruction import instruction
-from .lookup import FuncIndex, child_blocks, replace_stmts
+from .func_index import FuncIndex, child_blocks, replace_stmts
 from .rv import BlockRV, LoopRV
 from .trace import Trace
 

@@ -1,7 +1,7 @@
 """Lowering: from scheduled block-form PrimFuncs to flat loop code (one file per pass; the order is
 in pipeline.PASSES). Every lowering pass is a PrimFuncPass (``prim_func_pass``), run under the
 PassContext like the graph-level passes."""
-from .common import PrimFuncPass, prim_func_pass
+from .prim_func_pass import PrimFuncPass, prim_func_pass
 from .flatten_buffer import flatten_buffer
 from .lower_blocks import lower_blocks
 from .lower_init_block import lower_init_block

@@ -8,7 +8,7 @@ from .. import stmt as S
 from ..buffer import Buffer
 from ..function import PrimFunc
 from ..functor import StmtExprMutator
-from .common import prim_func_pass
+from .prim_func_pass import prim_func_pass
 
 
 @prim_func_pass

@@ -8,7 +8,7 @@ from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import StmtExprMutator
-from .common import is_const, loop_range, prim_func_pass
+from .prim_func_pass import is_const, loop_range, prim_func_pass
 from .lower_init_block import lower_init_block
 
 

@@ -6,7 +6,7 @@ from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import StmtExprMutator
-from .common import prim_func_pass
+from .prim_func_pass import prim_func_pass
 
 
 class _LowerInit(StmtExprMutator):

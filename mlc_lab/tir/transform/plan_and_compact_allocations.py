@@ -11,7 +11,7 @@ from ..function import PrimFunc
 from ..functor import StmtExprMutator, StmtExprVisitor
 from ..schedule.primitives.region import relax
 from ..stmt_functor import free_vars, substitute, uses_var
-from .common import is_const, loop_range, prim_func_pass
+from .prim_func_pass import is_const, loop_range, prim_func_pass
 
 
 @prim_func_pass

@@ -8,7 +8,7 @@ from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import StmtExprMutator
 from ..stmt_functor import substitute
-from .common import is_const, prim_func_pass
+from .prim_func_pass import is_const, prim_func_pass
 
 
 @prim_func_pass

@@ -9,7 +9,7 @@ from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import StmtExprMutator, StmtExprVisitor
 from ..stmt_functor import substitute
-from .common import is_const, prim_func_pass
+from .prim_func_pass import is_const, prim_func_pass
 
 MAX_UNROLL = 64
 MAX_UNROLLED_STMTS = 4096

@@ -11,7 +11,7 @@ from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import StmtExprMutator
 from ..stmt_functor import loads_in, stores_in
-from .common import is_const, loop_range, prim_func_pass
+from .prim_func_pass import is_const, loop_range, prim_func_pass
 
 
 @prim_func_pass

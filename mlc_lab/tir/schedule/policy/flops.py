@@ -7,7 +7,7 @@ from ....ir.module import IRModule
 from ... import expr as E
 from ...function import PrimFunc
 from ...functor import StmtExprVisitor
-from ..primitives.common import const_int
+from ..primitives.scope import const_int
 
 _ARITH = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max, E.FloorDiv, E.Mod, E.FloorMod)
 

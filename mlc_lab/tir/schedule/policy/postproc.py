@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ... import stmt as S
 from ..errors import ScheduleError
-from ..primitives.common import all_blocks_under, const_int
+from ..primitives.scope import all_blocks_under, const_int
 from ...stmt_functor import uses_var
 from ...verify import VerifyError, verify
 from .blocks import ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE

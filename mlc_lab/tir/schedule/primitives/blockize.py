@@ -12,7 +12,7 @@ from ...analysis import block_access_regions
 from ...stmt_functor import and_all, conjuncts, free_vars, substitute, uses_var
 from ..instruction import instruction
 from ..rv import BlockRV, LoopRV
-from .common import (SimplifyingSubstitute, all_blocks_under, const_int, loop_ranges,
+from .scope import (SimplifyingSubstitute, all_blocks_under, const_int, loop_ranges,
                      substitute_and_simplify)
 from .region import constant_on_right, satisfiable_over
 

@@ -10,9 +10,9 @@ from ...functor import StmtExprMutator
 from ...stmt_functor import and_all, conjuncts, free_vars, post_order_visit
 from .. import errors
 from ..instruction import instruction
-from ..lookup import StmtReplacer
+from ..func_index import StmtReplacer
 from ..rv import BlockRV
-from .common import all_blocks_under, writers_in_scope
+from .scope import all_blocks_under, writers_in_scope
 from .block_domain import block_var_domains, realize_over
 from .region import Interval, relax_region
 

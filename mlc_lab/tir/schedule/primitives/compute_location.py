@@ -9,13 +9,13 @@ from ... import expr as E
 from ... import stmt as S
 from ...stmt_functor import and_all, conjuncts, uses_var
 from ..instruction import instruction
-from ..lookup import child_blocks
-from .common import dataflow_violation
+from ..func_index import child_blocks
+from .scope import dataflow_violation
 from .block_domain import (UncoverableRegion, accessed_region, block_var_domains,
                            enclosing_ranges, loops_between, predicate_in_iterators, realize_over,
                            shared_by_threads, uncovered_iterator)
 from .region import Interval, relax, relax_region
-from .surgery import loop_children, remove_and_insert
+from .move_stmt import loop_children, remove_and_insert
 
 
 class ComputeLocationPrimitives:

@@ -5,7 +5,7 @@ from .. import errors
 from ... import stmt as S
 from ..instruction import instruction
 from ...stmt_functor import uses_var
-from .common import all_blocks_under, const_int, dataflow_violation
+from .scope import all_blocks_under, const_int, dataflow_violation
 
 
 class ForKindPrimitives:

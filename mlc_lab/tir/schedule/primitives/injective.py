@@ -13,7 +13,7 @@ from ....arith.simplify import linear_form
 from ....ir import hooks
 from ... import expr as E
 from ...stmt_functor import uses_var
-from .common import const_int
+from .scope import const_int
 
 # Nests with more iterations than this are judged by their structure alone.
 MAX_ENUMERATED = 1 << 20

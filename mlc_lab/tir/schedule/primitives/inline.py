@@ -9,10 +9,10 @@ from ... import stmt as S
 from ...analysis import block_access_regions
 from ...functor import StmtExprMutator, StmtExprVisitor
 from ..instruction import instruction
-from ..lookup import StmtReplacer, child_blocks, replace_stmts
+from ..func_index import StmtReplacer, child_blocks, replace_stmts
 from ...stmt_functor import loads_in, substitute, uses_var
-from .common import dataflow_violation
-from .surgery import remove_and_insert
+from .scope import dataflow_violation
+from .move_stmt import remove_and_insert
 
 
 class InlinePrimitives:

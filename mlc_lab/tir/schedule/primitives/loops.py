@@ -9,7 +9,7 @@ from ... import expr as E
 from ... import stmt as S
 from ..instruction import instruction
 from ...stmt_functor import uses_var
-from .common import (add_predicate, all_blocks_under, const_int, mixed_loop_of_reduction,
+from .scope import (add_predicate, all_blocks_under, const_int, mixed_loop_of_reduction,
                      substitute_and_simplify)
 
 

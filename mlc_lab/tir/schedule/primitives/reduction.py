@@ -6,12 +6,12 @@ from ... import stmt as S
 from ...stmt_functor import substitute, uses_var
 from .. import errors
 from ..instruction import instruction
-from ..lookup import StmtReplacer
+from ..func_index import StmtReplacer
 from ..rv import BlockRV
 from .cache import replace_flat, taken_buffer_names, unique_block_name, unique_name
-from .common import first_loop_feeding_reduction, is_reduction_block, substitute_and_simplify
+from .scope import first_loop_feeding_reduction, is_reduction_block, substitute_and_simplify
 from .injective import repeated_points
-from .rfactor_site import RFactorSite, keep_conjuncts, rf_block, with_regions, write_back_block
+from .rfactor_blocks import RFactorSite, keep_conjuncts, rf_block, with_regions, write_back_block
 
 
 class ReductionPrimitives:

@@ -10,7 +10,7 @@ from ... import stmt as S
 from ..instruction import instruction
 from ..rv import BlockRV, LoopRV, SampledInt
 from ...stmt_functor import uses_var
-from .common import all_blocks_under, const_int
+from .scope import all_blocks_under, const_int
 
 
 class SamplingPrimitives:

@@ -5,25 +5,25 @@ error is reported at the call); each statement ``v = value`` or ``v: R.Tensor(..
 becomes a binding, ``with R.dataflow():`` a dataflow block whose ``R.output(...)`` names the
 variables visible after it, and ``return`` the function's result. Nested calls are bound to
 variables of their own first, as ``BlockBuilder`` does. Names and expressions are in
-:mod:`parser_relax_expr`; module-level entry points (standalone
+:mod:`relax_expr`; module-level entry points (standalone
 functions, ``@I.ir_module`` classes mixing ``T.prim_func`` and ``R.function``) are in
-:mod:`parser_relax_module`.
+:mod:`relax_module`.
 """
 from __future__ import annotations
 
 import ast
 import contextlib
 
-from ..ir.module import GlobalVar
-from ..relax.expr import (BindingBlock, Call, DataflowBlock, DataflowVar, Expr, Function, SeqExpr,
+from ...ir.module import GlobalVar
+from ...relax.expr import (BindingBlock, Call, DataflowBlock, DataflowVar, Expr, Function, SeqExpr,
                           Tuple, TupleGetItem, Var, VarBinding, as_expr, is_leaf)
-from ..relax.struct_info import StructInfo
-from . import relax as relax_namespace
-from . import tir as tir_namespace
-from .errors import ScriptError
-from .parser_expr import SourceInfo
-from .parser_relax_expr import ModuleRef, RelaxExprParser
-from .parser_relax_sinfo import is_base_of, sinfo_text
+from ...relax.struct_info import StructInfo
+from .. import relax as relax_namespace
+from .. import tir as tir_namespace
+from ..errors import ScriptError
+from .expr import SourceInfo
+from .relax_expr import ModuleRef, RelaxExprParser
+from .relax_struct_info import is_base_of, sinfo_text
 
 
 class RelaxParser(RelaxExprParser):

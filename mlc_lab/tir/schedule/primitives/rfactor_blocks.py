@@ -14,9 +14,9 @@ from ... import stmt as S
 from ...functor import StmtExprMutator
 from ...stmt_functor import and_all, conjuncts, free_vars, substitute, uses_var
 from .. import errors
-from ..lookup import child_blocks
+from ..func_index import child_blocks
 from .cache import unique_block_name
-from .common import (first_loop_feeding_reduction, is_reduction_block, loop_iter_type,
+from .scope import (first_loop_feeding_reduction, is_reduction_block, loop_iter_type,
                      mixed_loop_of_reduction, substitute_and_simplify)
 from .region import constant_on_right, satisfiable_over
 

@@ -7,7 +7,7 @@ from .. import errors
 from ... import expr as E
 from ... import stmt as S
 from ...stmt_functor import Substitute, uses_var
-from ..lookup import StmtReplacer, child_blocks
+from ..func_index import StmtReplacer, child_blocks
 
 
 class SimplifyingSubstitute(Substitute):

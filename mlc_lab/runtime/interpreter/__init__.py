@@ -2,7 +2,7 @@
 backend and every schedule, so it follows the sequential semantics of the loop IR exactly.
 
 Statements run in order. At each loop it meets, the interpreter first tries to run the whole
-nest below it at once, vectorised with numpy (see ``interpreter_grid``); when that would not give
+nest below it at once, vectorised with numpy (see ``grid``); when that would not give
 the sequential result it steps the loop in Python and tries again at the loops inside. With
 ``vectorize=False`` it steps every loop, which is slow but a second, independent way to compute
 the same answer.
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import hooks
-from ..tir import stmt as S
-from ..tir.buffer import Buffer
-from ..tir.functor import StmtExprVisitor
-from . import interpreter_grid as grid
-from .interpreter_expr import Evaluator, Storage, and_mask, np_dtype
-from .module import bind_arguments
+from ...ir import hooks
+from ...tir import stmt as S
+from ...tir.buffer import Buffer
+from ...tir.functor import StmtExprVisitor
+from . import grid
+from .expr import Evaluator, Storage, and_mask, np_dtype
+from ..module import bind_arguments
 
 
 class Program:
@@ -215,3 +215,6 @@ _EXEC = {S.SeqStmt: _Executor.exec_SeqStmt, S.For: _Executor.exec_For,
 
 
 hooks.provide("runtime.interpreter", run)
+
+
+__all__ = ["Program", "run"]

@@ -1,6 +1,6 @@
 """Statement half of the script parser: stores, loops, if/else, let bindings, T.evaluate, T.allocate.
 
-Blocks, block iterators and buffer declarations live in :mod:`parser_block`.
+Blocks, block iterators and buffer declarations live in :mod:`block`.
 """
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import ast
 import builtins
 from dataclasses import dataclass, field
 
-from ..tir import dtype as dt
-from ..tir import expr as E
-from ..tir import stmt as S
-from ..tir.buffer import Buffer, decl_buffer
-from . import tir as tir_namespace
-from .errors import ScriptError
-from .parser_expr import ExprParser, describe_error, kind_of, statement_only_hint
+from ...tir import dtype as dt
+from ...tir import expr as E
+from ...tir import stmt as S
+from ...tir.buffer import Buffer, decl_buffer
+from .. import tir as tir_namespace
+from ..errors import ScriptError
+from .expr import ExprParser, describe_error, kind_of, statement_only_hint
 
 _BINARY_STORE = {ast.Add: "__add__", ast.Sub: "__sub__", ast.Mult: "__mul__", ast.Div: "__truediv__",
                  ast.FloorDiv: "__floordiv__", ast.Mod: "__mod__"}

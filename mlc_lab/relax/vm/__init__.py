@@ -9,17 +9,17 @@
 arguments' shapes) and runs the compiled PrimFunc on inputs and outputs; ``call_dps_packed``
 does the same with a function registered by ``mlc_lab.register_func``. A function whose
 "relax.memory_plan" attribute lists ``(var_name, storage_id, bytes)`` places those tensors in
-shared storages, allocated on its first call and reused by every later one (``vm_memory.py``).
-How a function is prepared and run step by step: ``vm_program.py``.
+shared storages, allocated on its first call and reused by every later one (``vm/memory.py``).
+How a function is prepared and run step by step: ``vm/program.py``.
 """
 from __future__ import annotations
 
-from ..runtime.device import Device, cpu
-from ..runtime.module import Module
-from .expr import Call, Constant, Function, Op
-from .functor import ExprVisitor
-from .vm_memory import CallStats, MemoryPlan
-from .vm_program import RUNNABLE_OPS, Program
+from ...runtime.device import Device, cpu
+from ...runtime.module import Module
+from ..expr import Call, Constant, Function, Op
+from ..functor import ExprVisitor
+from .memory import CallStats, MemoryPlan
+from .program import RUNNABLE_OPS, Program
 
 
 class Executable:
@@ -77,7 +77,7 @@ class _CallCounter(ExprVisitor):
 class VirtualMachine:
     """Runs an Executable: ``vm["main"](*args)``, ``vm.memory_stats()``,
     ``vm.time_evaluator("main", dev)(*args)``. Every relax function is prepared once, here
-    (``vm_program.Program``), so a call does only what depends on its arguments."""
+    (``program.Program``), so a call does only what depends on its arguments."""
 
     def __init__(self, executable: Executable, device=None):
         if not isinstance(executable, Executable):
@@ -138,7 +138,7 @@ class VirtualMachine:
 
 def build(mod, target="llvm", params=None, **options) -> Executable:
     """``relax.vm.build(mod, "llvm")``: the 2022 place of :func:`mlc_lab.relax.build`."""
-    from .build import build as relax_build
+    from ..build import build as relax_build
     return relax_build(mod, target, params, **options)
 
 

@@ -1,9 +1,9 @@
 """The script parser: Python source of a ``@T.prim_func`` (or an ``@I.ir_module`` class) -> IR.
-``@R.function`` graph-level functions are parsed by :mod:`parser_relax`.
+``@R.function`` graph-level functions are parsed by :mod:`relax`.
 
 The parser walks the function's AST. Expressions are evaluated to Python values and IR
-(:mod:`parser_expr`), statements become loop IR (:mod:`parser_stmt`), and blocks, iterators and
-buffer declarations are handled in :mod:`parser_block`. Free names resolve to the Python values
+(:mod:`expr`), statements become loop IR (:mod:`stmt`), and blocks, iterators and
+buffer declarations are handled in :mod:`block`. Free names resolve to the Python values
 they have where the function was defined (globals and closure variables).
 
 Entry points: :func:`parse_function` (used by ``T.prim_func``) and :func:`from_source`.
@@ -15,19 +15,19 @@ import inspect
 import sys
 import textwrap
 
-from ..ir.module import IRModule
-from ..tir import expr as E
-from ..tir import stmt as S
-from ..tir.buffer import Buffer
-from ..tir.function import PrimFunc
-from . import ir as ir_namespace
-from . import parser_relax_module
-from . import relax as relax_namespace
-from . import tir as tir_namespace
-from .errors import ScriptError, short_traceback
-from .parser_block import BlockParser
-from .parser_expr import SAFE, HandleParam, SourceInfo
-from .parser_stmt import FuncFrame, nop
+from ...ir.module import IRModule
+from ...tir import expr as E
+from ...tir import stmt as S
+from ...tir.buffer import Buffer
+from ...tir.function import PrimFunc
+from .. import ir as ir_namespace
+from . import relax_module as parser_relax_module
+from .. import relax as relax_namespace
+from .. import tir as tir_namespace
+from ..errors import ScriptError, short_traceback
+from .block import BlockParser
+from .expr import SAFE, HandleParam, SourceInfo
+from .stmt import FuncFrame, nop
 
 
 def read_function(func, decorator: str):
@@ -95,7 +95,7 @@ def from_source(text: str, extra_vars: dict | None = None, filename: str = "<str
     ``{"relax.expr.Constant": [...]}`` for the large constants the printer leaves out).
     ``safe=True`` parses text nobody vouches for (a student's submission): only the public
     ``T.``/``I.``/``R.`` functions, IR attributes and a few builtins (``range``, ``min``, ...)
-    can be named, so the text builds IR and can do nothing else (``parser_expr.SAFE``).
+    can be named, so the text builds IR and can do nothing else (``expr.SAFE``).
     """
     token = SAFE.set(bool(safe))
     try:
@@ -247,3 +247,6 @@ class FunctionParser(BlockParser):
                                              f"T.handle or a dtype such as T.int32, got {ast.unparse(arg.annotation)}")
         self.define(arg.arg, param)
         return param
+
+
+__all__ = ["FunctionParser", "enclosing_locals", "from_source", "parse_function", "read_function"]

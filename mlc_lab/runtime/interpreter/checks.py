@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tir import expr as E
-from ..tir import stmt as S
-from ..tir.functor import StmtExprVisitor
-from .interpreter_expr import Evaluator, access_lanes, and_mask, lanes_of, lift
+from ...tir import expr as E
+from ...tir import stmt as S
+from ...tir.functor import StmtExprVisitor
+from .expr import Evaluator, access_lanes, and_mask, lanes_of, lift
 
 
 class NotVectorizable(Exception):

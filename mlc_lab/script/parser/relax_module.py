@@ -11,14 +11,14 @@ import ast
 import difflib
 from dataclasses import dataclass
 
-from ..ir.module import GlobalVar
-from ..relax.expr import Call, Function
-from ..relax.struct_info import ObjectStructInfo
-from . import relax as relax_namespace
-from .errors import ScriptError, short_traceback
-from .parser_expr import ExprParser, SourceInfo
-from .parser_relax import RelaxParser
-from .parser_relax_sinfo import call_result
+from ...ir.module import GlobalVar
+from ...relax.expr import Call, Function
+from ...relax.struct_info import ObjectStructInfo
+from .. import relax as relax_namespace
+from ..errors import ScriptError, short_traceback
+from .expr import ExprParser, SourceInfo
+from .relax import RelaxParser
+from .relax_struct_info import call_result
 
 
 @dataclass
@@ -160,6 +160,6 @@ def _assemble(class_name: str, members: dict, sources: dict) -> dict:
 
 
 def _python_source(func, private: bool, pure: bool) -> FunctionSource:
-    from .parser import read_function
+    from . import read_function
     fdef, source, closure = read_function(func, "@R.function")
     return FunctionSource(fdef, source, func.__globals__, closure, private, pure)

@@ -14,10 +14,10 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple, Optional
 
-from ..ir.module import GlobalVar, IRModule
-from ..relax.expr import Call, Constant, ExternFunc, Function, Op, Tuple, TupleGetItem, Var
-from ..relax.functor import ExprVisitor
-from ..relax.struct_info import TensorStructInfo, TupleStructInfo, shape_text
+from ...ir.module import GlobalVar, IRModule
+from ...relax.expr import Call, Constant, ExternFunc, Function, Op, Tuple, TupleGetItem, Var
+from ...relax.functor import ExprVisitor
+from ...relax.struct_info import TensorStructInfo, TupleStructInfo, shape_text
 
 CALL_KINDS = ("op", "kernel", "fused", "packed", "call")
 

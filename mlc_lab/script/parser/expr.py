@@ -14,12 +14,12 @@ import operator
 import types
 from dataclasses import dataclass
 
-from ..tir import expr as E
-from ..tir.buffer import Buffer
-from ..tir.stmt import BufferRegion, Range
-from . import ir as ir_namespace
-from . import tir as tir_namespace
-from .errors import ScriptError
+from ...tir import expr as E
+from ...tir.buffer import Buffer
+from ...tir.stmt import BufferRegion, Range
+from .. import ir as ir_namespace
+from .. import tir as tir_namespace
+from ..errors import ScriptError
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
@@ -371,7 +371,7 @@ class ExprParser:
 
     def make_range(self, start, stop, node) -> Range:
         """Range(start, stop - start), folding the extent (``vi*4:vi*4 + 4`` has extent 4)."""
-        from ..arith import simplify
+        from ...arith import simplify
 
         if isinstance(start, int) and isinstance(stop, int):
             extent = stop - start

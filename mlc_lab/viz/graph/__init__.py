@@ -8,7 +8,7 @@ marked ``"Primitive"`` by FuseOps, or a ``fused_*`` kernel made by FuseTIR) is d
 ``graph_diff`` puts two graphs side by side, the calls one lacks outlined in magenta.
 
 In Jupyter the view is an inline SVG, laid out by Graphviz's ``dot`` where that program is
-installed (``graph_dot``), else in pure Python (``graph_layout``, drawn by ``graph_svg``);
+installed (``dot``), else in pure Python (``layout``, drawn by ``svg``);
 ``mod.show_graph()`` displays one. ``print`` gives one line per node with its inputs::
 
     >>> from mlc_lab.frontend import nn
@@ -30,10 +30,10 @@ import subprocess
 import warnings
 from typing import Optional
 
-from .._env import in_notebook
-from ..ir import hooks
-from . import graph_dot, graph_svg
-from .graph_model import Graph, build_graph, mark_changes
+from ..._env import in_notebook
+from ...ir import hooks
+from . import dot as graph_dot, svg as graph_svg
+from .model import Graph, build_graph, mark_changes
 
 
 class _Displayed:
@@ -48,7 +48,7 @@ class _Displayed:
 
 class GraphView(_Displayed):
     """A drawn graph: inline SVG in Jupyter (``_repr_html_``, ``_repr_svg_``), text elsewhere.
-    ``engine`` is "dot" (Graphviz), "python" (``graph_layout``) or None: dot where installed."""
+    ``engine`` is "dot" (Graphviz), "python" (``layout``) or None: dot where installed."""
 
     def __init__(self, model: Graph, engine: Optional[str] = None, caption: Optional[str] = None):
         if engine not in (None, "dot", "python"):
@@ -119,7 +119,7 @@ def graph_diff(before, after, func_name: str = "main", expand_fused: bool = Fals
 
 
 def render(model: Graph, caption: str, engine: Optional[str] = None) -> str:
-    """SVG of ``model``: drawn by Graphviz for ``engine="dot"``, by ``graph_svg`` for "python";
+    """SVG of ``model``: drawn by Graphviz for ``engine="dot"``, by ``svg`` for "python";
     for None, by Graphviz where its ``dot`` program is installed (falling back, with a warning,
     when it fails)."""
     dot = shutil.which("dot")

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime.interpreter_expr import Evaluator, np_dtype
-from ..runtime.ndarray import NDArray
-from ..tir.expr import IntImm, Var as TirVar
-from .struct_info import (PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo,
+from ...runtime.interpreter.expr import Evaluator, np_dtype
+from ...runtime.ndarray import NDArray
+from ...tir.expr import IntImm, Var as TirVar
+from ..struct_info import (PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo,
                           shape_text)
 
 

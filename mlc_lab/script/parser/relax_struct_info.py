@@ -1,9 +1,9 @@
 """Struct info checks of the R parser: may a value of one struct info be annotated with another?"""
 from __future__ import annotations
 
-from ..relax.struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
+from ...relax.struct_info import (FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo,
                                  StructInfo, TensorStructInfo, TupleStructInfo, dims_equal)
-from ..tir.expr import Var as TirVar
+from ...tir.expr import Var as TirVar
 
 
 def is_base_of(base: StructInfo, derived: StructInfo | None) -> bool:
@@ -25,7 +25,7 @@ def is_base_of(base: StructInfo, derived: StructInfo | None) -> bool:
         return (len(base.elements) == len(derived.elements)
                 and all(is_base_of(a, b) for a, b in zip(base.elements, derived.elements)))
     if isinstance(base, FuncStructInfo):
-        from ..ir.structural import structural_equal
+        from ...ir.structural import structural_equal
         return base.params is None or structural_equal(base, derived)
     return False
 
@@ -66,7 +66,7 @@ def _match_dims(params, args, mapping: dict) -> None:
 
 
 def _substitute(sinfo: StructInfo, mapping: dict) -> StructInfo:
-    from ..tir.stmt_functor import substitute
+    from ...tir.stmt_functor import substitute
     if isinstance(sinfo, TensorStructInfo) and sinfo.shape is not None:
         return sinfo.replace(shape=tuple(substitute(d, mapping) for d in sinfo.shape))
     if isinstance(sinfo, ShapeStructInfo) and sinfo.values is not None:

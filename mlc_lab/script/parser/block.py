@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ..tir import dtype as dt
-from ..tir import expr as E
-from ..tir import stmt as S
-from ..tir.buffer import decl_buffer
-from . import tir as tir_namespace
-from .parser_expr import HandleParam, describe_error, kind_of
-from .parser_stmt import FuncFrame, StmtParser, nop, statement_hint
+from ...tir import dtype as dt
+from ...tir import expr as E
+from ...tir import stmt as S
+from ...tir.buffer import decl_buffer
+from .. import tir as tir_namespace
+from .expr import HandleParam, describe_error, kind_of
+from .stmt import FuncFrame, StmtParser, nop, statement_hint
 
 _ITER_TYPES = {"axis.spatial": "spatial", "axis.reduce": "reduce", "axis.opaque": "opaque"}
 _REMAP_KINDS = {"S": "spatial", "R": "reduce"}
@@ -99,7 +99,7 @@ class BlockParser(StmtParser):
         return S.BlockRealize(tuple(bf.iter_values), predicate, block)
 
     def infer_access(self, block: S.Block, bf: BlockFrame, call) -> S.Block:
-        from ..tir.analysis import block_access_regions
+        from ...tir.analysis import block_access_regions
         try:
             reads, writes = block_access_regions(block)
         except Exception as exc:  # the analysis could not bound an index: ask for explicit regions

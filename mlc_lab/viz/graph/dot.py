@@ -1,4 +1,4 @@
-"""Drawing a ``graph_model.Graph`` with Graphviz: the DOT text (styled like ``graph_svg``'s
+"""Drawing a ``model.Graph`` with Graphviz: the DOT text (styled like ``svg``'s
 drawing) and ``dot -Tsvg`` run on it, where the ``dot`` program is installed."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import html
 import re
 import subprocess
 
-from .graph_svg import CHANGED, CLUSTER_FILL, EDGE, STYLES, node_lines, tooltip
+from .svg import CHANGED, CLUSTER_FILL, EDGE, STYLES, node_lines, tooltip
 
 
 def dot_source(model, caption: str) -> str:

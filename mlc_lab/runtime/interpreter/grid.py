@@ -3,7 +3,7 @@ the nest becomes one array operation (an "action"); the actions run in program o
 
 The planner walks the nest once with loop variables bound to ``arange``s laid along their axes,
 recording for each store the bindings it sees and the mask of the conditions, predicates and init
-guards around it. ``interpreter_checks`` then decides, from the actual index arrays, whether the
+guards around it. ``checks`` then decides, from the actual index arrays, whether the
 reordering keeps the sequential result. If it does not, nothing has run yet: the caller steps the
 outer loop in Python instead and tries again one level down.
 """
@@ -13,11 +13,11 @@ import math
 
 import numpy as np
 
-from ..tir import stmt as S
-from ..tir.functor import StmtExprVisitor
-from ..tir.stmt_functor import loads_in
-from .interpreter_checks import NotVectorizable, analyse_action, check_order
-from .interpreter_expr import Evaluator, access_lanes, and_mask, lanes_of, lift, np_dtype
+from ...tir import stmt as S
+from ...tir.functor import StmtExprVisitor
+from ...tir.stmt_functor import loads_in
+from .checks import NotVectorizable, analyse_action, check_order
+from .expr import Evaluator, access_lanes, and_mask, lanes_of, lift, np_dtype
 
 # Above this many points per store the arrays get too large: step the outer loop instead.
 MAX_GRID_POINTS = 1 << 22

@@ -1,15 +1,15 @@
-"""Drawing a ``graph_model.Graph`` as SVG without Graphviz: boxes placed by ``graph_layout``, a
+"""Drawing a ``model.Graph`` as SVG without Graphviz: boxes placed by ``layout``, a
 cluster's inside laid out first so that the cluster is one big box outside. The picture is a
 white card with dark text, so it reads the same in JupyterLab's light and dark themes; each node
 is ``<g class="node KIND">`` (``call`` too for calls, ``changed`` for a diff's highlights), as
-in the SVG Graphviz draws from ``graph_dot``. Also the HTML that lets it shrink with the page."""
+in the SVG Graphviz draws from ``dot``. Also the HTML that lets it shrink with the page."""
 from __future__ import annotations
 
 import html
 from dataclasses import dataclass
 
-from .graph_layout import layered_layout
-from .html import pictures, svg_size
+from .layout import layered_layout
+from ..html import pictures, svg_size
 
 FONT = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', 'Liberation Mono', monospace"
 CHAR_EM = 0.62             # advance of a monospace character, in ems (0.60 in most such fonts)

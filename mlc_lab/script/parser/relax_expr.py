@@ -11,15 +11,15 @@ import ast
 import difflib
 import inspect
 
-from .. import relax as relax_package
-from ..ir.module import GlobalVar
-from ..relax.expr import Expr, TupleGetItem
-from ..relax.struct_info import TupleStructInfo
-from ..tir import expr as E
-from . import relax as relax_namespace
-from . import tir as tir_namespace
-from .parser_expr import ExprParser, SourceInfo, safe_getattr
-from .parser_relax_sinfo import sinfo_text
+from ... import relax as relax_package
+from ...ir.module import GlobalVar
+from ...relax.expr import Expr, TupleGetItem
+from ...relax.struct_info import TupleStructInfo
+from ...tir import expr as E
+from .. import relax as relax_namespace
+from .. import tir as tir_namespace
+from .expr import ExprParser, SourceInfo, safe_getattr
+from .relax_struct_info import sinfo_text
 
 _R_NAMESPACES = {id(relax_namespace): ("R", relax_namespace.__all__),
                  id(relax_namespace.nn): ("R.nn", sorted(vars(relax_namespace.nn)))}

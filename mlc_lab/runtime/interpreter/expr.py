@@ -17,11 +17,11 @@ import math
 
 import numpy as np
 
-from ..ir import hooks
-from ..tir import dtype as dt
-from ..tir import expr as E
-from ..tir.buffer import UninitializedReadError  # noqa: F401  (defined at the tir level; re-exported)
-from ..tir.extern import require_extern_math
+from ...ir import hooks
+from ...tir import dtype as dt
+from ...tir import expr as E
+from ...tir.buffer import UninitializedReadError  # noqa: F401  (defined at the tir level; re-exported)
+from ...tir.extern import require_extern_math
 
 
 class Storage:

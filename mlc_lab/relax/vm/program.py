@@ -6,9 +6,9 @@ read and write numbered registers.
 
 Preparing does all the work that does not depend on the arguments: each variable gets a
 register (parameters first), constants are placed in theirs, each kernel is looked up, the
-memory plan is checked (``vm_memory.Layout``) and the lifetimes of tensors
+memory plan is checked (``memory.Layout``) and the lifetimes of tensors
 (``relax.lifetime``) become, per step, the tensors to free after it. A call then checks its
-arguments (``vm_match.Matcher``), runs the steps, and frees each tensor the call allocated after
+arguments (``check_args.Matcher``), runs the steps, and frees each tensor the call allocated after
 its last use.
 
 A kernel compiled for the CPU whose inputs and outputs all have static shapes is checked by the
@@ -20,17 +20,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.module import GlobalVar
-from ..runtime.interpreter_expr import np_dtype
-from ..runtime.module import written_buffers
-from ..runtime.ndarray import NDArray
-from ..runtime.packed import get_global_func
-from ..tir.function import PrimFunc
-from .expr import Call, Constant, ExternFunc, Op, PrimValue, ShapeExpr, Tuple, TupleGetItem, Var
-from .lifetime import dps_call, function_bindings, tensor_sites
-from .struct_info import TensorStructInfo, shape_text
-from .vm_match import Matcher, evaluate_dim
-from .vm_memory import Layout, MemoryPlan, Workspace
+from ...ir.module import GlobalVar
+from ...runtime.interpreter.expr import np_dtype
+from ...runtime.module import written_buffers
+from ...runtime.ndarray import NDArray
+from ...runtime.packed import get_global_func
+from ...tir.function import PrimFunc
+from ..expr import Call, Constant, ExternFunc, Op, PrimValue, ShapeExpr, Tuple, TupleGetItem, Var
+from ..lifetime import dps_call, function_bindings, tensor_sites
+from ..struct_info import TensorStructInfo, shape_text
+from .check_args import Matcher, evaluate_dim
+from .memory import Layout, MemoryPlan, Workspace
 
 RUNNABLE_OPS = ("relax.call_tir", "relax.call_dps_packed")
 

@@ -25,9 +25,9 @@ from typing import Optional
 
 import numpy as np
 
-from ..runtime.interpreter_expr import np_dtype
-from ..runtime.ndarray import NDArray
-from .transform.static_plan_block_memory import PLAN_ATTR
+from ...runtime.interpreter.expr import np_dtype
+from ...runtime.ndarray import NDArray
+from ..transform.static_plan_block_memory import PLAN_ATTR
 
 
 class MemoryPlan:
