@@ -25,10 +25,8 @@ import numpy as np
 from ..ir import structural_equal, structural_hash
 from ..ir.module import IRModule
 from ..ir.transform import Sequential
-from ..relax.expr import Function
-from ..relax.functor import ExprVisitor
+from ..relax.analysis import References
 from ..relax.transform import PASSES, BindParams, FuseTIR
-from ..relax.transform.fuse_ops import is_call_tir
 from .apply_database import tuning_workload
 from ..target import Target
 from .cost_model import create_cost_model
@@ -67,30 +65,14 @@ def legalize_and_fuse(mod: IRModule, params: dict | None = None) -> IRModule:
     return Sequential([make() for make in passes], name="legalize_and_fuse")(mod)
 
 
-class _KernelCalls(ExprVisitor):
-    """The PrimFuncs called with R.call_tir, one entry per call site, in program order."""
-
-    def __init__(self):
-        self.calls: list = []
-
-    def visit_call_(self, op) -> None:
-        if is_call_tir(op):
-            self.calls.append(op.args[0])
-        super().visit_call_(op)
-
-
 def extract_tasks(mod: IRModule, target, params: dict | None = None) -> list[ExtractedTask]:
     """The tasks of ``mod`` (after ``legalize_and_fuse(mod, params)``) for ``target``: one per
     structurally distinct kernel called, in the order of first call."""
     target = Target(target)
     mod = legalize_and_fuse(mod, params)
-    finder = _KernelCalls()
-    for func in mod.functions.values():
-        if isinstance(func, Function):
-            finder.visit_expr(func)
     tasks: list[ExtractedTask] = []
     by_hash: dict[int, list[ExtractedTask]] = {}
-    for gv in finder.calls:
+    for gv in References.of_module(mod).kernels():
         workload = tuning_workload(mod[gv])
         same = by_hash.setdefault(structural_hash(workload), [])
         task = next((t for t in same if structural_equal(t.mod, workload)), None)

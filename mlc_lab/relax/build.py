@@ -19,8 +19,8 @@ from ..ir.module import IRModule
 from ..runtime.module import Module
 from ..target import Target, get_backend
 from ..tir.function import PrimFunc
-from .expr import Function, Op
-from .functor import ExprVisitor
+from .analysis import References
+from .expr import Function
 from .vm import RUNNABLE_OPS, Executable
 
 
@@ -71,25 +71,12 @@ def _default_passes(opt_level: int, target: Target) -> list:
     return [transform.LegalizeOps()]
 
 
-class _OpCalls(ExprVisitor):
-    """Ops called that the VirtualMachine cannot run, in order of appearance."""
-
-    def __init__(self):
-        self.ops: list[str] = []
-
-    def visit_op_(self, op: Op) -> None:
-        if op.name not in RUNNABLE_OPS and op.name not in self.ops:
-            self.ops.append(op.name)
-
-
 def _check_runnable(mod: IRModule, legalized: bool) -> None:
-    finder = _OpCalls()
-    for func in mod.functions.values():
-        if isinstance(func, Function):
-            finder.visit_expr(func)
-    if not finder.ops:
+    """Fail when ``mod`` calls Ops the VirtualMachine cannot run (named in order of appearance)."""
+    unknown = [name for name in References.of_module(mod).ops if name not in RUNNABLE_OPS]
+    if not unknown:
         return
-    ops = ", ".join(finder.ops)
+    ops = ", ".join(unknown)
     if legalized:
         raise ValueError(f"relax.build: the module still calls {ops} after "
                          "relax.transform.LegalizeOps(): no legalization is registered for it")

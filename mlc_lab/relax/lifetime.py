@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..tir import dtype as dt
+from .analysis import call_to, used_vars
 from .expr import Call, Function, Op, Tuple, TupleGetItem, Var
 from .struct_info import StructInfo, TensorStructInfo, TupleStructInfo
-from .transform.dead_code_elimination import used_vars
 
 DPS_OPS = ("relax.call_tir", "relax.call_dps_packed")
 _UNKNOWN = "?"   # a holder keeps the site somewhere inside it, at a place not tracked
@@ -57,9 +57,7 @@ def function_bindings(func: Function) -> list:
 
 def dps_call(value) -> Optional[Call]:
     """``value`` when it is an R.call_tir / R.call_dps_packed call, else None."""
-    if isinstance(value, Call) and isinstance(value.op, Op) and value.op.name in DPS_OPS:
-        return value
-    return None
+    return call_to(value, *DPS_OPS)
 
 
 def tensor_sites(func: Function) -> list[Site]:

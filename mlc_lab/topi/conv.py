@@ -6,7 +6,7 @@ from typing import Optional
 from .. import te
 from ..arith import simplify
 from .manipulate import pad
-from .utils import (check_ndim, check_tensor, int_tuple, padding_2d, same_dim, shape_text,
+from .utils import (check_operands, int_tuple, padding_2d, shape_text,
                     static_value)
 
 
@@ -19,18 +19,9 @@ def conv2d_nchw(data: te.Tensor, kernel: te.Tensor, stride=1, padding=0, dilatio
     (top, left, bottom, right), filled with zeros. Output height is
     ``(height + top + bottom - dilation_h * (kernel_h - 1) - 1) // stride_h + 1``, likewise width.
     """
-    check_tensor(data, "conv2d_nchw", "data")
-    check_tensor(kernel, "conv2d_nchw", "kernel")
-    check_ndim(data, 4, "conv2d_nchw", "data", "batch, in_channel, height, width")
-    check_ndim(kernel, 4, "conv2d_nchw", "kernel", "out_channel, in_channel, kernel_h, kernel_w")
-    if data.dtype != kernel.dtype:
-        raise TypeError(f"topi.conv2d_nchw: data {data.name} is {data.dtype} but kernel "
-                        f"{kernel.name} is {kernel.dtype}")
-    if not same_dim(data.shape[1], kernel.shape[1]):
-        raise ValueError(f"topi.conv2d_nchw: in_channel differs: data {data.name} has shape "
-                         f"{shape_text(data.shape)}, kernel {kernel.name} has shape "
-                         f"{shape_text(kernel.shape)}; data's dimension 1 must equal kernel's "
-                         "dimension 1")
+    check_operands("conv2d_nchw", data, "data", "batch, in_channel, height, width", kernel, "kernel",
+                   "out_channel, in_channel, kernel_h, kernel_w", "in_channel",
+                   "; data's dimension 1 must equal kernel's dimension 1")
     stride_h, stride_w = int_tuple(stride, 2, "conv2d_nchw", "stride")
     dil_h, dil_w = int_tuple(dilation, 2, "conv2d_nchw", "dilation")
     top, left, bottom, right = padding_2d(padding, "conv2d_nchw")

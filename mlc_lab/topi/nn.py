@@ -12,7 +12,7 @@ from .conv import conv2d, conv2d_nchw
 from .elemwise import broadcast_indices, broadcast_shape, relu
 from .manipulate import flatten, pad
 from .pool import avg_pool2d, max_pool2d, pool2d
-from .utils import (check_float, check_ndim, check_tensor, compute, normalize_axis, same_dim,
+from .utils import (check_float, check_operands, check_tensor, compute, normalize_axis, same_dim,
                     shape_text)
 
 
@@ -20,17 +20,8 @@ def dense(x: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor] = None,
           out_dtype: Optional[str] = None) -> te.Tensor:
     """``x @ weight.T (+ bias)``: x is (batch, in_dim), weight (units, in_dim), bias (units,).
     Stages "T_matmul_NT", then "T_add" when there is a bias."""
-    check_tensor(x, "dense", "data")
-    check_tensor(weight, "dense", "weight")
-    check_ndim(x, 2, "dense", "data", "batch, in_dim")
-    check_ndim(weight, 2, "dense", "weight", "units, in_dim")
-    if x.dtype != weight.dtype:
-        raise TypeError(f"topi.dense: data {x.name} is {x.dtype} but weight {weight.name} is "
-                        f"{weight.dtype}")
-    if not same_dim(x.shape[1], weight.shape[1]):
-        raise ValueError(f"topi.dense: in_dim differs: data {x.name} has shape "
-                         f"{shape_text(x.shape)}, weight {weight.name} has shape "
-                         f"{shape_text(weight.shape)} (expected (units, {x.shape[1]}))")
+    check_operands("dense", x, "data", "batch, in_dim", weight, "weight", "units, in_dim", "in_dim",
+                   f" (expected (units, {x.shape[1]}))")
     out_dtype = out_dtype or x.dtype
     k = te.reduce_axis(x.shape[1], name="k")
     out = te.compute((x.shape[0], weight.shape[0]), lambda i, j: te.sum(

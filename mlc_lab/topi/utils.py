@@ -30,6 +30,23 @@ def check_ndim(x: te.Tensor, ndim: int, op: str, arg: str, layout: str = "") -> 
                          f"{shape_text(x.shape)}")
 
 
+def check_operands(op: str, a: te.Tensor, a_arg: str, a_layout: str, b: te.Tensor, b_arg: str,
+                   b_layout: str, shared: str, expected: str) -> None:
+    """Checks two 2-D or 4-D operands that share their dimension 1 (a matmul's ``in_dim``, a
+    convolution's ``in_channel``): both tensors, of the rank their layouts name, of one dtype,
+    and the shared dimension equal. ``expected`` ends the message when it differs."""
+    check_tensor(a, op, a_arg)
+    check_tensor(b, op, b_arg)
+    check_ndim(a, a_layout.count(",") + 1, op, a_arg, a_layout)
+    check_ndim(b, b_layout.count(",") + 1, op, b_arg, b_layout)
+    if a.dtype != b.dtype:
+        raise TypeError(f"topi.{op}: {a_arg} {a.name} is {a.dtype} but {b_arg} {b.name} is {b.dtype}")
+    if not same_dim(a.shape[1], b.shape[1]):
+        raise ValueError(f"topi.{op}: {shared} differs: {a_arg} {a.name} has shape "
+                         f"{shape_text(a.shape)}, {b_arg} {b.name} has shape "
+                         f"{shape_text(b.shape)}{expected}")
+
+
 def shape_text(shape: Sequence) -> str:
     items = [str(s.value) if isinstance(s, IntImm) else str(s) for s in shape]
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"

@@ -17,60 +17,12 @@ from typing import Optional
 
 from ...ir.module import IRModule
 from ...ir.transform import Pass, PassInfo
-from ..expr import DataflowBlock, Function, SeqExpr
-from ..functor import ExprVisitor
-
-
-class _Uses(ExprVisitor):
-    def __init__(self):
-        self.vars: set = set()
-        self.gvars: set = set()
-
-    def visit_var_(self, op):
-        self.vars.add(op)
-
-    def visit_dataflow_var_(self, op):
-        self.vars.add(op)
-
-    def visit_global_var_(self, op):
-        self.gvars.add(op)
-
-
-def used_vars(*exprs) -> set:
-    uses = _Uses()
-    for e in exprs:
-        uses.visit_expr(e)
-    return uses.vars
-
-
-def remove_unused_bindings(func: Function) -> Function:
-    """``func`` without the dead bindings of its dataflow blocks."""
-    blocks = list(func.body.blocks)
-    changed = True
-    while changed:
-        changed = False
-        live = used_vars(func.body.body)
-        for block in blocks:
-            for b in block.bindings:
-                live |= used_vars(b.value)
-        new_blocks = []
-        for block in blocks:
-            if isinstance(block, DataflowBlock):
-                kept = [b for b in block.bindings if b.var in live]
-                if len(kept) != len(block.bindings):
-                    changed = True
-                    block = DataflowBlock(kept)
-            if block.bindings:
-                new_blocks.append(block)
-            else:
-                changed = changed or isinstance(block, DataflowBlock)
-        blocks = new_blocks
-    if len(blocks) == len(func.body.blocks) and all(a is b for a, b in zip(blocks, func.body.blocks)):
-        return func
-    return func.replace(body=SeqExpr(blocks, func.body.body), struct_info=None)
+from ..analysis import References, remove_unused_bindings, used_vars  # the last two re-exported
+from ..expr import Function
 
 
 def remove_unused_functions(mod: IRModule, entry_functions=()) -> IRModule:
+    """``mod`` without the functions that no entry (see above) reaches through references."""
     funcs = mod.functions
     if not any(isinstance(f, Function) for f in funcs.values()):
         return mod
@@ -81,9 +33,7 @@ def remove_unused_functions(mod: IRModule, entry_functions=()) -> IRModule:
         func = funcs[work.pop()]
         if not isinstance(func, Function):
             continue
-        uses = _Uses()
-        uses.visit_expr(func)
-        for gv in uses.gvars:
+        for gv in References(func).global_vars:
             if gv in funcs and gv not in reached:
                 reached.add(gv)
                 work.append(gv)

@@ -24,12 +24,12 @@ import numpy as np
 from ...driver import build
 from ...ir.transform import Pass, PassInfo
 from ...tir.function import PrimFunc
+from ..analysis import is_call_tir
 from ..block_builder import BlockBuilder
 from ..expr import Call, Constant, Function, Op, PrimValue, ShapeExpr, Tuple, VarBinding
 from ..functor import ExprMutator
 from ..op.legalize import legalize_rule
 from ..struct_info import TensorStructInfo
-from .fuse_ops import is_call_tir
 
 
 def _all_constant(args) -> bool:

@@ -42,56 +42,13 @@ from __future__ import annotations
 
 from ...ir.transform import Pass, PassInfo
 from ...tir.function import PrimFunc
+from ..analysis import is_call_tir, leaves, substitute, used_vars  # the first three re-exported
 from ..block_builder import BlockBuilder
-from ..expr import (Call, DataflowBlock, DataflowVar, Function, Op, SeqExpr, Tuple, TupleGetItem,
-                    Var, VarBinding)
-from ..functor import ExprMutator, ExprVisitor
+from ..expr import (Call, DataflowBlock, DataflowVar, Function, SeqExpr, Tuple, TupleGetItem, Var,
+                    VarBinding)
 from ..struct_info import TensorStructInfo, struct_info_equal
 from .annotate_tir_op_pattern import (BROADCAST, COMM_REDUCE, ELEMWISE, INJECTIVE, OPAQUE,
                                       OUT_EWISE_FUSABLE)
-
-
-def is_call_tir(value) -> bool:
-    return isinstance(value, Call) and isinstance(value.op, Op) and value.op.name == "relax.call_tir"
-
-
-class _Leaves(ExprVisitor):
-    def __init__(self):
-        self.found: list = []
-
-    def _add(self, leaf) -> None:
-        if all(leaf is not x for x in self.found):
-            self.found.append(leaf)
-
-    def visit_var_(self, op):
-        self._add(op)
-
-    def visit_dataflow_var_(self, op):
-        self._add(op)
-
-    def visit_constant_(self, op):
-        self._add(op)
-
-
-def leaves(expr) -> list:
-    """The Vars and Constants ``expr`` uses, each once, in order of first use."""
-    collector = _Leaves()
-    collector.visit_expr(expr)
-    return collector.found
-
-
-class _Substitute(ExprMutator):
-    def __init__(self, mapping: dict):
-        super().__init__()
-        self.var_remap_.update(mapping)
-
-    def visit_constant_(self, op):
-        return self.var_remap_.get(op, op)
-
-
-def substitute(expr, mapping: dict):
-    """``expr`` with the Vars/Constants in ``mapping`` (keyed by the node itself) replaced."""
-    return _Substitute(mapping).visit_expr(expr)
 
 
 class _Group:
@@ -229,12 +186,8 @@ def _into_anchor(kind: int, is_sink: bool) -> bool:
 
 def _used_vars(func: Function, skip: set) -> set:
     """Vars used by the function outside the bindings at the ids in ``skip``."""
-    used: set = set(leaves(func.body.body))
-    for block in func.body.blocks:
-        for b in block.bindings:
-            if id(b) not in skip:
-                used.update(leaves(b.value))
-    return used
+    return used_vars(func.body.body, *(b.value for block in func.body.blocks
+                                       for b in block.bindings if id(b) not in skip))
 
 
 class _Fuser:
@@ -275,11 +228,7 @@ class _Fuser:
         outputs = [b.var for b in bindings
                    if b.var in used_outside or not isinstance(b.var, DataflowVar)]
         outputs = outputs or [bindings[-1].var]  # a dead group still computes its last value
-        inputs: list = []
-        for b in bindings:
-            for leaf in leaves(b.value):
-                if leaf not in defined and all(leaf is not x for x in inputs):
-                    inputs.append(leaf)
+        inputs = [leaf for leaf in leaves(*(b.value for b in bindings)) if leaf not in defined]
         mapping: dict = {}
         params = []
         for k, x in enumerate(inputs):

@@ -42,11 +42,11 @@ from ...tir.schedule import Schedule, ScheduleError
 from ...tir.schedule.func_index import child_blocks
 from ...tir.stmt import Block, BlockRealize, BufferStore, For, IterVar, seq
 from ...tir.stmt_functor import post_order_visit
+from ..analysis import References, is_call_tir
 from ..expr import Call, Function, Tuple, TupleGetItem, Var
-from ..functor import ExprMutator, ExprVisitor
+from ..functor import ExprMutator
 from ..op.call import call_tir
 from ..struct_info import TensorStructInfo, TupleStructInfo
-from .fuse_ops import is_call_tir
 
 
 class FuseTIRError(ValueError):
@@ -231,14 +231,6 @@ def _inline(prim: PrimFunc, prim_name: str, actual: list, block_names: set):
     return rewrite.visit(body), [buffer_map[b] for b in allocs]
 
 
-class _References(ExprVisitor):
-    def __init__(self):
-        self.gvars: set = set()
-
-    def visit_global_var_(self, op):
-        self.gvars.add(op)
-
-
 class _CallRewriter(ExprMutator):
     def __init__(self, mod, fused: dict):
         super().__init__(mod)
@@ -279,7 +271,4 @@ class FuseTIR(Pass):
 
 
 def _referenced(mod: IRModule, funcs: list) -> set:
-    refs = _References()
-    for f in funcs:
-        refs.visit_expr(f)
-    return refs.gvars
+    return set(References(*funcs).global_vars)

@@ -25,27 +25,31 @@ A kernel keeps its signature unless every use of it is an ``R.call_tir`` without
 """
 from __future__ import annotations
 
-from ...codegen.llvm_stmt import STACK_LIMIT_BYTES
 from ...ir.module import GlobalVar, IRModule
+from ...target import Target
 from ...tir.expr import IntImm
 from ...tir.function import PrimFunc
 from ...tir.stmt import BlockRealize, SeqStmt
 from ...tir.stmt_functor import free_buffers
+from ..analysis import References
 from ..expr import DataflowVar, Function, SeqExpr, Tuple, TupleGetItem, Var, VarBinding
-from ..functor import ExprVisitor
 from ..lifetime import dps_call, tensor_bytes
 from ..op.call import call_tir
 from ..struct_info import TensorStructInfo
 
 
-def lift_kernel_workspaces(mod: IRModule) -> IRModule:
-    """``mod`` with the function-level heap intermediates of its kernels passed in by the callers."""
+def lift_kernel_workspaces(mod: IRModule, target=None) -> IRModule:
+    """``mod`` with the function-level heap intermediates of its kernels passed in by the callers:
+    those above the stack limit of ``target``'s code (default "llvm", the host CPU; every one
+    for a target without a stack limit)."""
+    stack_limit = Target("llvm" if target is None else target).capabilities.stack_limit_bytes or 0
     lifted = {}
     for gv in _called_only_by_call_tir(mod):
         func = mod[gv]
         if not isinstance(func.body, BlockRealize):
             continue
-        workspaces = [b for b in func.body.block.alloc_buffers if _is_heap_workspace(func, b)]
+        workspaces = [b for b in func.body.block.alloc_buffers
+                      if _is_heap_workspace(func, b, stack_limit)]
         if workspaces:
             lifted[gv] = [TensorStructInfo(_static_shape(b), b.dtype) for b in workspaces]
             mod = mod.with_function(gv, _as_outputs(func, workspaces))
@@ -57,30 +61,15 @@ def lift_kernel_workspaces(mod: IRModule) -> IRModule:
     return mod
 
 
-class _References(ExprVisitor):
-    """GlobalVars used, split into R.call_tir callees (without tir_vars) and any other use."""
-
-    def __init__(self):
-        self.callees, self.others = set(), set()
-
-    def visit_call_(self, call):
-        dps = dps_call(call)
-        if dps is not None and dps.op.name == "relax.call_tir" and len(dps.args) == 2:
-            self.callees.add(dps.args[0])
-            self.visit_expr(dps.args[1])
-            return
-        super().visit_call_(call)
-
-    def visit_global_var_(self, gv):
-        self.others.add(gv)
-
-
 def _called_only_by_call_tir(mod: IRModule) -> list:
-    refs = _References()
-    for func in mod.functions.values():
-        if isinstance(func, Function):
-            refs.visit_expr(func)
-    return [gv for gv in refs.callees - refs.others if isinstance(mod[gv], PrimFunc)]
+    """The PrimFuncs that every reference to is the callee of an R.call_tir without tir_vars."""
+    refs = References.of_module(mod)
+    plain: dict = {}
+    for call in refs.calls_to("relax.call_tir"):
+        if len(call.args) == 2:
+            plain[call.args[0]] = plain.get(call.args[0], 0) + 1
+    return [gv for gv, n in plain.items()
+            if refs.global_vars.get(gv) == n and isinstance(mod[gv], PrimFunc)]
 
 
 def _static_shape(buffer):
@@ -90,10 +79,10 @@ def _static_shape(buffer):
     return tuple(d.value for d in buffer.shape)
 
 
-def _is_heap_workspace(func: PrimFunc, buffer) -> bool:
+def _is_heap_workspace(func: PrimFunc, buffer, stack_limit: int) -> bool:
     shape = _static_shape(buffer)
     if shape is None or buffer.scope != "global" or \
-            tensor_bytes(TensorStructInfo(shape, buffer.dtype)) <= STACK_LIMIT_BYTES:
+            tensor_bytes(TensorStructInfo(shape, buffer.dtype)) <= stack_limit:
         return False
     body = func.body.block.body
     nests = body.seq if isinstance(body, SeqStmt) else (body,)

@@ -14,10 +14,12 @@ How a function is prepared and run step by step: ``vm/program.py``.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from ...runtime.device import Device, cpu
 from ...runtime.module import Module
-from ..expr import Call, Constant, Function, Op
-from ..functor import ExprVisitor
+from ..analysis import References
+from ..expr import Function, Op
 from .memory import CallStats, MemoryPlan
 from .program import RUNNABLE_OPS, Program
 
@@ -38,14 +40,16 @@ class Executable:
         """A short text summary: functions, their calls, constants and memory plans."""
         lines = [f"Executable for target {self.target!r}"]
         for name in self.function_names:
-            counter = _CallCounter()
-            counter.visit_expr(self.mod[name])
             func = self.mod[name]
-            calls = ", ".join(f"{n} {kind}" for kind, n in counter.counts.items()) or "no calls"
+            refs = References(func)
+            counts = Counter(c.op.name.split(".")[-1] if isinstance(c.op, Op) else "call"
+                             for c in refs.calls)
+            calls = ", ".join(f"{n} {kind}" for kind, n in counts.items()) or "no calls"
+            constant_bytes = sum(c.data.nbytes for c in refs.constants)
             plan = MemoryPlan.of(func)
             plan_text = f"memory plan: {plan.describe()}" if plan else "no memory plan"
             lines.append(f"  {name}({', '.join(p.name_hint for p in func.params)}): {calls}; "
-                         f"{len(counter.constants)} constant(s) of {counter.constant_bytes()} "
+                         f"{len(refs.constants)} constant(s) of {constant_bytes} "
                          f"bytes; {plan_text}")
         prim_names = self.lib.function_names
         lines.append(f"  {len(prim_names)} PrimFunc(s) compiled for {self.lib.target}: "
@@ -55,23 +59,6 @@ class Executable:
     def __repr__(self) -> str:
         return (f"<relax.Executable target={self.target!r} functions={self.function_names} "
                 f"prim_funcs={self.lib.function_names}>")
-
-
-class _CallCounter(ExprVisitor):
-    def __init__(self):
-        self.counts: dict[str, int] = {}
-        self.constants: dict[int, Constant] = {}
-
-    def visit_call_(self, call: Call) -> None:
-        kind = call.op.name.split(".")[-1] if isinstance(call.op, Op) else "call"
-        self.counts[kind] = self.counts.get(kind, 0) + 1
-        super().visit_call_(call)
-
-    def visit_constant_(self, const: Constant) -> None:
-        self.constants[id(const)] = const
-
-    def constant_bytes(self) -> int:
-        return sum(c.data.nbytes for c in self.constants.values())
 
 
 class VirtualMachine:
