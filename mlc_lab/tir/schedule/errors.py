@@ -116,8 +116,13 @@ class DuplicateLoopError(LoopsNotChainError):
     """reorder: a loop is given more than once."""
 
 
-class DependentLoopError(LoopsNotChainError):
-    """reorder: the range of a loop of the chain depends on another loop of the chain."""
+class DependentLoopError(LoopsNotChainError, NotAdjacentError):
+    """reorder/fuse: the range of a loop of the chain depends on another loop of the chain."""
+
+
+class AnnotatedLoopError(FactorError, NotAdjacentError):
+    """split/fuse: the loop carries annotations (pragmas, unroll hints), which would be dropped:
+    they are not defined for the new loops. Split or fuse first, then annotate."""
 
 
 class LoopNotAncestorError(ScheduleError):
@@ -141,6 +146,12 @@ class WrongBlockIterTypeError(WrongLoopKindError):
 
 class NestedParallelError(WrongLoopKindError):
     """A parallel loop would enclose or sit inside another parallel loop."""
+
+
+class NotAffineBindingError(RFactorError, WrongLoopKindError):
+    """rfactor/parallel/vectorize/bind: a block under the loop binds an iterator to an expression
+    that is not quasi-affine in its loops (a sum of constant multiples of loop variables and of
+    their ``// c`` and ``% c``), so its iterations cannot be regrouped or run side by side."""
 
 
 class NotCompactDataflowError(ScheduleError):

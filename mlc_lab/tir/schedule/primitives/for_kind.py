@@ -5,6 +5,7 @@ from .. import errors
 from ... import stmt as S
 from ..instruction import instruction
 from ...stmt_functor import uses_var
+from .injective import quasi_affine
 from .scope import all_blocks_under, const_int, dataflow_violation
 
 
@@ -40,7 +41,14 @@ class ForKindPrimitives:
                     primitive, f"{problem[1]}; the dataflow under loop {node.loop_var.name} must be "
                     "compact (apply this primitive before decompose_reduction or cache_write "
                     "splits the writers)", func, [node, realize.block])
+            loops = index.loops_above(realize)
             for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+                if uses_var(value, node.loop_var) and not quasi_affine(value, loops):
+                    raise errors.NotAffineBindingError(
+                        primitive, f'block "{realize.block.name_hint}" binds {iv.var.name} to '
+                        f"{value}, which is not quasi-affine in its loops; iterations of loop "
+                        f"{node.loop_var.name} could then meet at one iterator point and race",
+                        func, [node, realize.block])
                 if iv.iter_type != "spatial" and uses_var(value, node.loop_var):
                     raise errors.WrongBlockIterTypeError(
                         primitive, f"loop {node.loop_var.name} is bound to the reduce iterator "
@@ -55,7 +63,8 @@ class ForKindPrimitives:
         Requires: the blocks under the loop are complete or reduction blocks (sole writers of
         their outputs) and the loop only feeds their spatial iterators.
 
-        Raises: ThreadBoundLoopError, WrongBlockIterTypeError, NotCompactDataflowError.
+        Raises: ThreadBoundLoopError, WrongBlockIterTypeError, NotCompactDataflowError,
+        NotAffineBindingError.
 
         Example:
 

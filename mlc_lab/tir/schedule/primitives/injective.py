@@ -66,6 +66,24 @@ def _enumerate(realize, loops, outer_loops) -> bool | None:
     return len(np.unique(visited, axis=0)) < len(visited)
 
 
+def quasi_affine(value, loops) -> bool:
+    """True when ``value`` is built from the variables of ``loops`` by ``+``, ``-``, ``*`` by a
+    constant and ``//``, ``%`` by a positive constant (terms that use none of them are free)."""
+    for atom, _ in linear_form(value).terms.values():
+        if not any(uses_var(atom, lp.loop_var) for lp in loops) or isinstance(atom, E.Var):
+            continue
+        if not (isinstance(atom, (E.FloorDiv, E.FloorMod)) and (const_int(atom.b) or 0) > 0
+                and quasi_affine(atom.a, loops)):
+            return False
+    return True
+
+
+def first_non_affine_binding(realize, loops):
+    """The first iterator of ``realize`` whose binding is not quasi-affine in ``loops``, or None."""
+    return next((iv for iv, value in zip(realize.block.iter_vars, realize.iter_values)
+                 if not quasi_affine(value, loops)), None)
+
+
 def _affine_injective(realize, loops) -> bool:
     """A proof without enumeration, for bindings made by split and fuse. Each binding is read as
     a sum of constant multiples of *digits* of the loops, a digit being ``(v // d) % m`` (v a

@@ -28,7 +28,7 @@ class LoopPrimitives:
         their only value in the bindings of the blocks below).
         Returns: the new loops, outermost first.
         Raises: NonPositiveFactorError, TooManyInferredFactorsError, SymbolicExtentError,
-        WrongFactorProductError (all FactorError).
+        WrongFactorProductError, AnnotatedLoopError (all FactorError), ThreadBoundLoopError.
 
         Example:
 
@@ -51,6 +51,7 @@ class LoopPrimitives:
         """
         func_name, node, index = self._resolve_loop(loop, "split")
         func = self._func(func_name)
+        _check_plain_loop("split", node, func)
         if not isinstance(factors, (list, tuple)) or not factors:
             raise TypeError(f"sch.split: parameter 'factors' expects a non-empty list of int/None, "
                             f"got {factors!r}")
@@ -120,7 +121,8 @@ class LoopPrimitives:
         fused loop, or a loop around it, has extent 1, its variable is replaced by its only value
         in the bindings of the blocks below).
         Returns: the fused loop.
-        Raises: NotOnlyChildError, LoopNotStartingAtZeroError, ThreadBoundLoopError.
+        Raises: NotOnlyChildError, LoopNotStartingAtZeroError, ThreadBoundLoopError,
+        AnnotatedLoopError, DependentLoopError.
 
         Example:
 
@@ -157,10 +159,13 @@ class LoopPrimitives:
             if not (isinstance(n.min, E.IntImm) and n.min.value == 0):
                 raise errors.LoopNotStartingAtZeroError(
                     "fuse", f"loop {n.loop_var.name} starts at {n.min}, not at 0", func, [n])
-            if n.kind == "thread_binding":
-                raise errors.ThreadBoundLoopError("fuse", f"loop {n.loop_var.name} is bound to "
-                                                  f"{n.thread_binding}; fuse loops before binding",
-                                                  func, [n])
+            _check_plain_loop("fuse", n, func)
+        for k, inner in enumerate(nodes[1:], 1):
+            outer = next((o for o in nodes[:k] if uses_var(inner.extent, o.loop_var)), None)
+            if outer is not None:
+                raise errors.DependentLoopError(
+                    "fuse", f"the extent {inner.extent} of loop {inner.loop_var.name} depends on loop "
+                    f"{outer.loop_var.name}; fused loops need independent extents", func, [outer, inner])
         dtype = nodes[0].loop_var.dtype
         fused = E.Var("_".join(n.loop_var.name for n in nodes) + "_fused", dtype)
         extent = simplify(reduce(lambda a, b: a * b, [n.extent for n in nodes]))
@@ -271,3 +276,17 @@ def _unit_loop_values(index, loop: S.For) -> dict:
     preserve_unit_iters=False takes out of the bindings below."""
     return {a.loop_var: a.min for a in index.path(loop)
             if isinstance(a, S.For) and const_int(simplify(a.extent)) == 1}
+
+
+def _check_plain_loop(primitive: str, node: S.For, func) -> None:
+    """split and fuse make new serial loops: a thread binding or annotations of ``node`` would
+    silently disappear, so they are refused."""
+    if node.kind == "thread_binding":
+        raise errors.ThreadBoundLoopError(
+            primitive, f"loop {node.loop_var.name} is bound to {node.thread_binding}; {primitive} "
+            "loops before binding them", func, [node])
+    if node.annotations:
+        keys = ", ".join(repr(k) for k, _ in node.annotations)
+        raise errors.AnnotatedLoopError(
+            primitive, f"loop {node.loop_var.name} carries the annotations {keys}; {primitive} it "
+            "before annotating (or unannotate it first)", func, [node])

@@ -135,7 +135,8 @@ class ReductionPrimitives:
         Parameters: loop (LoopRV), factor_axis (int, may be negative as in numpy).
         Returns: the rfactor block.
         Raises: NotReductionBlockError, and (all RFactorError) LoopHoldsOtherBlocksError,
-        NotSingleReduceIterError, ReducerNotRecognizedError, FactorAxisOutOfRangeError.
+        NotSingleReduceIterError, ReducerNotRecognizedError, FactorAxisOutOfRangeError,
+        NotAffineBindingError.
 
         Example:
 

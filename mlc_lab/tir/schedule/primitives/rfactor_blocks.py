@@ -16,6 +16,7 @@ from ...stmt_functor import and_all, conjuncts, free_vars, substitute, uses_var
 from .. import errors
 from ..func_index import child_blocks
 from .cache import unique_block_name
+from .injective import first_non_affine_binding
 from .scope import (first_loop_feeding_reduction, is_reduction_block, loop_iter_type,
                      mixed_loop_of_reduction, substitute_and_simplify)
 from .region import constant_on_right, satisfiable_over
@@ -63,6 +64,13 @@ class RFactorSite:
                 "that feeds exactly one reduce iterator", func, [loop_node, blk])
         store, combine = _match_reducer(blk, func, primitive)
         loops = index.loops_above(realize)
+        bad = first_non_affine_binding(realize, loops)
+        if bad is not None:
+            raise errors.NotAffineBindingError(
+                primitive, f'block "{blk.name_hint}" binds {bad.var.name} to an expression that is not '
+                "quasi-affine in its loops; rfactor regroups the iterations by loop, which only "
+                "keeps the reduction when each binding is a sum of multiples of loop variables "
+                "(and their // c, % c)", func, [blk])
         mixed = mixed_loop_of_reduction(loops, realize)
         if mixed is not None:
             raise errors.MixedIterTypeLoopError(

@@ -1,0 +1,94 @@
+"""Schedules the reference compiler refuses, refused here too: each test is named after its rule,
+checks the error class, that the message names the culprit, and that the function is unchanged."""
+import pytest
+
+from mlc_lab import tir
+from mlc_lab.script import tir as T
+from mlc_lab.tir.schedule import errors
+from schedule_checks import unchanged_after
+
+
+@T.prim_func
+def squares_sum(A: T.Buffer((16,), "float32"), B: T.Buffer((1,), "float32")):
+    for k in range(5):
+        with T.block("B"):
+            vk = T.axis.reduce(16, T.floordiv(k * k, 2))
+            with T.init():
+                B[0] = T.float32(0)
+            B[0] = B[0] + A[vk]
+
+
+@T.prim_func
+def gather(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(64, i * i)
+            B[vi] = A[vi] + T.float32(1)
+
+
+@T.prim_func
+def copy(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8, 16), "float32")):
+    for i, j in T.grid(8, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj]
+
+
+@T.prim_func
+def triangle(A: T.Buffer((8, 8), "float32")):
+    for i in range(8):
+        for j in range(i + 1):
+            with T.block("A"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                A[vi, vj] = T.float32(1)
+
+
+def test_rfactor_needs_quasi_affine_bindings():
+    """vk = (k * k) // 2 visits vk = 0 twice: regrouping by k would change the sum."""
+    sch = tir.Schedule(squares_sum)
+    (k,) = sch.get_loops(sch.get_block("B"))
+    unchanged_after(sch, lambda: sch.rfactor(k, 0), errors.NotAffineBindingError, 'block "B" binds vk',
+                    "quasi-affine")
+    assert issubclass(errors.NotAffineBindingError, errors.RFactorError)
+
+
+@pytest.mark.parametrize("kind", ["parallel", "vectorize"])
+def test_parallel_and_vectorize_need_quasi_affine_bindings(kind):
+    sch = tir.Schedule(gather)
+    (i,) = sch.get_loops(sch.get_block("B"))
+    unchanged_after(sch, lambda: getattr(sch, kind)(i), errors.NotAffineBindingError, "binds vi to i * i")
+
+
+def test_parallel_accepts_split_and_fused_bindings():
+    """(i_j_fused // 16, i_j_fused % 16) is quasi-affine: parallel keeps working after fuse."""
+    sch = tir.Schedule(copy)
+    fused = sch.fuse(*sch.get_loops(sch.get_block("B")))
+    outer, _ = sch.split(fused, [None, 8])
+    sch.parallel(outer)
+    assert "T.parallel(16)" in sch.mod["main"].script()
+
+
+def test_split_refuses_a_thread_bound_loop():
+    sch = tir.Schedule(copy)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    sch.bind(i, "threadIdx.x")
+    unchanged_after(sch, lambda: sch.split(i, [2, 4]), errors.ThreadBoundLoopError,
+                    "bound to threadIdx.x; split loops before")
+
+
+@pytest.mark.parametrize("primitive", ["split", "fuse"])
+def test_split_and_fuse_refuse_an_annotated_loop(primitive):
+    sch = tir.Schedule(copy)
+    i, j = sch.get_loops(sch.get_block("B"))
+    sch.annotate(i, "pragma_auto_unroll_max_step", 16)
+    action = (lambda: sch.split(i, [2, 4])) if primitive == "split" else (lambda: sch.fuse(i, j))
+    unchanged_after(sch, action, errors.AnnotatedLoopError, "'pragma_auto_unroll_max_step'")
+    sch.unannotate(i, "pragma_auto_unroll_max_step")
+    sch.fuse(i, j)
+
+
+def test_fuse_refuses_loops_whose_extents_depend_on_each_other():
+    sch = tir.Schedule(triangle)
+    i, j = sch.get_loops(sch.get_block("A"))
+    unchanged_after(sch, lambda: sch.fuse(i, j), errors.DependentLoopError,
+                    "extent i + 1 of loop j depends on loop i")
