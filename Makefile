@@ -20,7 +20,7 @@ lab: $(VENV)/.installed-lab git-filter
 	$(VENV)/bin/jupyter lab $(ROOT_FLAG) $(LAB_ARGS) chapters/
 
 test: $(VENV)/.installed-test git-filter
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup --durations=20
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=20
 
 # The student versions of the homework (exercises/*.ipynb) from their instructor sources.
 exercises: $(VENV)/.installed-test

@@ -23,19 +23,21 @@ def cuda_gpu_present() -> bool:
         return False
 
 
-# `make test` runs the suite on two workers (pytest-xdist, --dist loadgroup). The tests of these
-# files spread over the workers one by one; every other file stays on one worker, so that a
-# module's fixture (a graded class, a tuned database, a built site) is made once.
-SPREAD = {"test_notebooks.py", "test_browser_jupyterlab.py", "test_exercises.py"}
+# `make test` runs the suite on two workers (pytest-xdist, --dist loadfile: a file's tests stay on
+# one worker, so a module's fixture, such as a graded class or a built site, is made once). The
+# longest files are handed out first so that neither worker is left with two of them at the end.
+LONGEST_FIRST = ["test_browser_jupyterlab.py", "test_notebooks.py", "test_exercises.py",
+                 "test_autograder_class.py"]
 
 
 def pytest_collection_modifyitems(config, items):
-    # tests/test_book.py builds the site from the chapters that tests/test_notebooks.py executed
-    # (on its worker; it executes what it lacks itself).
-    items.sort(key=lambda item: item.path.name == "test_book.py")
-    for item in items:
-        if item.path.name not in SPREAD:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
+    def order(item):
+        name = item.path.name
+        # tests/test_book.py builds the site from the chapters tests/test_notebooks.py executed
+        # (on its worker; it executes those it lacks itself), so it comes last.
+        return (name == "test_book.py",
+                LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST))
+    items.sort(key=order)
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if gpu_items and not cuda_gpu_present():
         skip = pytest.mark.skip(reason="no CUDA GPU present")
