@@ -92,3 +92,34 @@ def test_fuse_refuses_loops_whose_extents_depend_on_each_other():
     i, j = sch.get_loops(sch.get_block("A"))
     unchanged_after(sch, lambda: sch.fuse(i, j), errors.DependentLoopError,
                     "extent i + 1 of loop j depends on loop i")
+
+
+@T.prim_func
+def product_row_sum(A: T.Buffer((12, 20), "int32"), B: T.Buffer((12, 20), "int32"),
+                    R: T.Buffer((12,), "int32")):
+    P = T.alloc_buffer((12, 20), dtype="int32")
+    for i, j in T.grid(12, 20):
+        with T.block("P"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            P[vi, vj] = A[vi, vj] * B[vi, vj]
+    for i, j in T.grid(12, 20):
+        with T.block("R"):
+            vi, vj = T.axis.remap("SR", [i, j])
+            with T.init():
+                R[vi] = 0
+            R[vi] = R[vi] + P[vi, vj]
+
+
+def test_reverse_compute_at_keeps_reduce_iterators_off_parallel_loops():
+    """The row sum moved under P's parallel column loop would update R[i] from every column at
+    once (a race that gave wrong sums in most runs on two cores)."""
+    sch = tir.Schedule(product_row_sum)
+    i, j = sch.get_loops(sch.get_block("P"))
+    sch.parallel(j)
+    sch.reorder(j, i)
+    unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("R"), j, preserve_unit_loops=True),
+                    errors.WrongBlockIterTypeError, "loop j is parallel", "reduce iterator vj")
+    serial = tir.Schedule(product_row_sum)          # the same move with j serial is fine
+    i, j = serial.get_loops(serial.get_block("P"))
+    serial.reorder(j, i)
+    serial.reverse_compute_at(serial.get_block("R"), j, preserve_unit_loops=True)

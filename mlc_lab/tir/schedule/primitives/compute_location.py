@@ -309,8 +309,27 @@ class ComputeLocationPrimitives:
             predicate = and_all([predicate] + _producers_guard(idx, needed, loop_node, known, fail,
                                                                name, loop_name))
         moved = realize_over(realize.block, domains, preserve_unit_loops, known, predicate)
+        _check_reduce_iterators_stay_serial(idx.path(loop_node) + [loop_node], moved, fail, name)
         body = remove_and_insert(func.body, remove=realize, insert=(loop_node, position, moved))
         self._update(func_name, func.replace(body=body), primitive)
+
+
+def _check_reduce_iterators_stay_serial(ancestors, moved, fail, name: str) -> None:
+    """Under a parallel, vectorized or thread-bound loop, the moved block may only take spatial
+    iterators from it: iterations of a reduce iterator run side by side would race on the init
+    and the updates of one element."""
+    (new_realize,) = child_blocks(moved) if not isinstance(moved, S.BlockRealize) else (moved,)
+    for lp in ancestors:
+        if not isinstance(lp, S.For) or lp.kind not in ("parallel", "vectorized", "thread_binding"):
+            continue
+        for iv, value in zip(new_realize.block.iter_vars, new_realize.iter_values):
+            if iv.iter_type != "spatial" and uses_var(value, lp.loop_var):
+                kind = lp.thread_binding if lp.kind == "thread_binding" else lp.kind
+                fail(errors.WrongBlockIterTypeError,
+                     f'loop {lp.loop_var.name} is {kind} and would feed the reduce iterator '
+                     f'{iv.var.name} of block "{name}": its iterations would update one element '
+                     "side by side. Move the block under a loop outside it, or make that loop serial",
+                     lp, new_realize.block)
 
 
 def _producers_guard(idx, producers, loop: S.For, known: dict, fail, name: str, loop_name: str):
