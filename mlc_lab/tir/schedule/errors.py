@@ -140,8 +140,9 @@ class ThreadBoundLoopError(WrongLoopKindError):
     """The loop is already bound to a thread axis (fuse and re-kinding need an unbound loop)."""
 
 
-class WrongBlockIterTypeError(WrongLoopKindError):
-    """parallel/vectorize/bind: the loop feeds a reduce iterator of a block under it."""
+class WrongBlockIterTypeError(WrongLoopKindError, ComputeAtError):
+    """parallel/vectorize/bind: the loop feeds a reduce iterator of a block under it;
+    compute_at/reverse_compute_at: the block would take a reduce iterator from such a loop."""
 
 
 class NestedParallelError(WrongLoopKindError):

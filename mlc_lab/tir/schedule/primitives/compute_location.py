@@ -49,7 +49,7 @@ class ComputeLocationPrimitives:
         LoopEnclosesBlockError, NotSingleWriterError, NotCompleteOrReductionBlockError,
         OutputBlockError, NotAllRequiredBlocksVisitedError, ProducerAfterConsumerError,
         InvalidIndexError,
-        NoDependenceUnderLoopError, PredicateNotInIteratorsError.
+        NoDependenceUnderLoopError, PredicateNotInIteratorsError, WrongBlockIterTypeError.
 
         Example:
 
@@ -107,7 +107,8 @@ class ComputeLocationPrimitives:
         preserve_unit_loops (keep loops of extent 1), index (as in compute_at).
         Raises (all ComputeAtError): as compute_at (except OutputBlockError), and
         ConsumerBeforeLoopError, ReductionNotFinishedError, RegionNotCoverableError,
-        NoDependenceUnderLoopError, UncoveredIterationsError, PredicateNotInIteratorsError.
+        NoDependenceUnderLoopError, UncoveredIterationsError, PredicateNotInIteratorsError,
+        WrongBlockIterTypeError.
 
         Example (the course's mm_relu):
 
