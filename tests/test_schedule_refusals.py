@@ -123,3 +123,14 @@ def test_reverse_compute_at_keeps_reduce_iterators_off_parallel_loops():
     i, j = serial.get_loops(serial.get_block("P"))
     serial.reorder(j, i)
     serial.reverse_compute_at(serial.get_block("R"), j, preserve_unit_loops=True)
+
+
+def test_transform_layout_without_pad_value_may_not_pad():
+    """j in [0, 16) sent to (j // 3, j % 3) reaches 16 of the 18 places of the new (6, 3) axes;
+    the others would be padding that nothing writes (a cache_write after such a map copied them
+    back as if they held values)."""
+    sch = tir.Schedule(copy)
+    unchanged_after(sch, lambda: sch.transform_layout(sch.get_block("B"), "B", lambda i, j: (i, j // 3, j % 3)),
+                    errors.TransformationPaddingError, "sends the 128 elements of buffer B to 144 places",
+                    "the 16 others would be padding")
+    sch.transform_layout(sch.get_block("B"), "B", lambda i, j: (i, j // 4, j % 4))   # fills (8, 4, 4)

@@ -330,6 +330,11 @@ class NotInjectiveError(LayoutError):
     """transform_layout: the index map sends two elements to the same place."""
 
 
+class TransformationPaddingError(LayoutError):
+    """transform_layout: the index map leaves places of the new shape that no element reaches
+    (padding), which nothing would write."""
+
+
 class BufferHasViewsError(LayoutError):
     """transform_layout: the buffer is the source of a match_buffer view."""
 

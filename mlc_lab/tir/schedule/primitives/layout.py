@@ -33,12 +33,14 @@ class LayoutPrimitives:
         Requires: ``buffer`` is ``("read", n)``/``("write", n)`` (the n-th read/write region of
         ``block``) or the name of a buffer ``block`` accesses; it is a parameter or an
         alloc_buffer without strides; the map takes one argument per dimension, gives
-        non-negative bounded indices and sends different elements to different places.
+        non-negative bounded indices, sends different elements to different places and leaves no
+        place of the new shape unused (no padding, as in the reference compiler without
+        ``pad_value``).
 
         Parameters: block (BlockRV), buffer (tuple or str), index_map (lambda or str).
         Raises (all LayoutError): BufferNotAccessedError, BufferIndexOutOfRangeError,
         NotParamOrAllocError, NonCompactBufferError, IndexMapArityError, NegativeIndexError,
-        UnboundedIndexError, NotInjectiveError, BufferHasViewsError.
+        UnboundedIndexError, NotInjectiveError, TransformationPaddingError, BufferHasViewsError.
 
         Example:
 
@@ -118,10 +120,20 @@ def _transform_layout(self, block, buffer, index_map):
             new_shape.append(same[0])
         else:
             new_shape.append(E.const(hi + 1, out.dtype))
-    if not _is_injective(fn, target.shape, new_shape):
+    reached = _image_size(fn, target.shape, new_shape)
+    old_size = int(np.prod([d.value for d in target.shape])) if reached is not None else None
+    if reached is not None and reached < old_size:
         raise errors.NotInjectiveError(
             primitive, f"the index map {index_map} sends two elements of buffer {target.name} to "
             "the same place; it must be one-to-one", func, [realize.block])
+    new_size = int(np.prod([d.value for d in new_shape])) if reached is not None else None
+    if reached is not None and reached < new_size:
+        raise errors.TransformationPaddingError(
+            primitive, f"the index map {index_map} sends the {old_size} elements of buffer "
+            f"{target.name} to {new_size} places of the new shape "
+            f"({', '.join(str(d) for d in new_shape)}): the {new_size - reached} others would be "
+            "padding that nothing writes. Choose a map that fills the new shape (split by a factor "
+            "of the extent)", func, [realize.block])
     new_buffer = target.replace(shape=tuple(new_shape))
     rewriter = _Relayout(target, new_buffer, in_vars, outputs)
     new_func = rewriter.visit(func)
@@ -211,14 +223,15 @@ def _apply(fn, variables, dtype) -> tuple:
     return tuple(simplify(E.const(o, dtype) if isinstance(o, int) else E.convert(o)) for o in out)
 
 
-def _is_injective(fn, old_shape, new_shape) -> bool:
-    """Check one-to-one-ness by evaluating the map on every index (constant, small shapes only);
-    maps numpy cannot evaluate (e.g. ones using T.min) are taken on trust."""
+def _image_size(fn, old_shape, new_shape) -> int | None:
+    """How many places of ``new_shape`` the map reaches from ``old_shape``, found by evaluating it
+    on every index (constant, small shapes only); None for maps that cannot be evaluated so (a
+    symbolic shape, too many elements, a map numpy cannot run, e.g. one using T.min)."""
     if not all(isinstance(d, E.IntImm) for d in list(old_shape) + list(new_shape)):
-        return True
+        return None
     dims = [d.value for d in old_shape]
     if int(np.prod(dims)) > _INJECTIVITY_CHECK_LIMIT:
-        return True
+        return None
     try:
         coords = fn(*np.indices(dims).reshape(len(dims), -1))
         coords = coords if isinstance(coords, (tuple, list)) else (coords,)
@@ -226,8 +239,8 @@ def _is_injective(fn, old_shape, new_shape) -> bool:
         flat = np.ravel_multi_index([np.broadcast_to(np.asarray(c, dtype=np.int64), (size,))
                                      for c in coords], [d.value for d in new_shape])
     except Exception:  # not evaluable with numpy
-        return True
-    return len(np.unique(flat)) == size
+        return None
+    return len(np.unique(flat))
 
 
 # -- finding and rewriting the buffer -------------------------------------------------------------
