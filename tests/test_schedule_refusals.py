@@ -134,3 +134,26 @@ def test_transform_layout_without_pad_value_may_not_pad():
                     errors.TransformationPaddingError, "sends the 128 elements of buffer B to 144 places",
                     "the 16 others would be padding")
     sch.transform_layout(sch.get_block("B"), "B", lambda i, j: (i, j // 4, j % 4))   # fills (8, 4, 4)
+
+
+@T.prim_func
+def two_writers(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8,))
+    for i in range(4):
+        with T.block("B_low"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi]
+    for i in range(4):
+        with T.block("B_high"):
+            vi = T.axis.spatial(8, i + 4)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + T.float32(1)
+
+
+def test_cache_read_needs_a_single_writer():
+    sch = tir.Schedule(two_writers)
+    unchanged_after(sch, lambda: sch.cache_read(sch.get_block("C"), 0, "shared"), errors.NotSingleWriterError,
+                    "buffer B is written by 'B_low', 'B_high'")

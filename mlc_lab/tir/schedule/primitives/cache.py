@@ -31,12 +31,13 @@ class CachePrimitives:
         is redirected; other readers keep reading the original buffer.
 
         Requires: ``read_buffer_index`` indexes ``block``'s reads; a known storage scope
-        ("global", "shared", "shared.dyn", "local", "warp"); ``block`` does not write the buffer.
+        ("global", "shared", "shared.dyn", "local", "warp"); ``block`` does not write the buffer;
+        at most one block of the scope writes it (after decompose_reduction, cache before it).
 
         Parameters: block (BlockRV), read_buffer_index (int), storage_scope (str).
         Returns: the copy block.
         Raises (all CacheError): BufferIndexOutOfRangeError, UnknownStorageScopeError,
-        BufferWrittenByBlockError.
+        BufferWrittenByBlockError, NotSingleWriterError.
 
         Example:
 
@@ -80,6 +81,13 @@ class CachePrimitives:
                 func, [realize.block])
         scope = index.parent_block(realize)
         writers = writers_in_scope(scope, buffer)
+        nested = {id(inner) for w in writers for inner in all_blocks_under(w)}
+        outermost = [w for w in writers if id(w) not in nested]
+        if len(outermost) > 1:
+            raise errors.NotSingleWriterError(
+                primitive, f"buffer {buffer.name} is written by "
+                f"{', '.join(repr(w.block.name_hint) for w in outermost)}; cache_read copies a "
+                "buffer with one writer (or none) in the scope", func, [w.block for w in outermost])
         site = StageSite.find(scope, realize, lambda item: not _contains_any(item, writers))
         cache = _new_buffer(func, buffer, storage_scope)
         region = site.relaxed_region(realize, realize.block.reads[read_buffer_index])
