@@ -1,8 +1,11 @@
 """tir.verify: a well-formed function passes; each rule, when broken, fails with its own message.
 Also the visitor/mutator that verify is built on."""
+import numpy as np
 import pytest
 
+import mlc_lab
 from mlc_lab import te, tir
+from mlc_lab.script import tir as T
 from mlc_lab.ir import IRModule
 from mlc_lab.tir import (Allocate, Block, BlockRealize, BufferLoad, BufferRegion, BufferStore, FloatImm, For,
                          IntImm, IterVar, LetStmt, PrimFunc, Range, StmtExprMutator,
@@ -324,3 +327,23 @@ def test_build_refuses_ill_formed_functions_on_every_cpu_target():
         with pytest.raises(VerifyError, match=r"iterator vi has domain \[0, 128\) but its binding i takes "
                                               r"values in \[0, 255\]"):
             mlc_lab.build(add_one(loop_extent=256), target=target)
+
+
+def test_an_opaque_block_may_use_the_loops_around_it():
+    """A block without iterators sees the enclosing loops, as in the reference compiler; schedules
+    and builds of it keep their numerics."""
+    @T.prim_func
+    def opaque(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+        for i in range(16):
+            with T.block("opaque"):
+                T.reads(A[i])
+                T.writes(B[i])
+                B[i] = A[i] + T.float32(1)
+
+    assert tir.verify(opaque)
+    sch = mlc_lab.tir.Schedule(opaque)
+    i0, i1 = sch.split(sch.get_loops(sch.get_block("opaque"))[0], [4, 4])
+    sch.reorder(i1, i0)
+    a, b = np.arange(16, dtype="float32"), np.zeros(16, "float32")
+    mlc_lab.build(sch.mod, target="llvm")(a, b)
+    np.testing.assert_array_equal(b, a + 1)

@@ -30,8 +30,9 @@ def verify(func_or_mod) -> bool:
     """Return True when every PrimFunc in ``func_or_mod`` is well formed, else raise VerifyError.
 
     Rules: variables are defined (parameters, shape variables of parameter buffers, enclosing
-    loops, block iterators, LetStmts), and a block body uses no loop variable from outside the
-    block (it sees outer loops only through its bindings); buffers are parameters, allocated by an
+    loops, block iterators, LetStmts), and the body of a block with iterators uses no loop
+    variable from outside the block (it sees outer loops only through its bindings; an opaque
+    block, without iterators, may use them); buffers are parameters, allocated by an
     enclosing block or Allocate, or match_buffers, and no dimension is negative; each load/store
     has one index per dimension; block names are unique; block bindings have their iterator's
     dtype and stay inside its domain; only a block with a reduce iterator has an init; a block
@@ -218,7 +219,11 @@ class _Verifier(StmtExprVisitor):
         self.block_names.add(block.name_hint)
         if block.init is not None:
             self.check_init(block)
-        outer_floor, self.block_floor = self.block_floor, len(self.loop_depth)
+        # A block with iterators sees the loops outside only through its bindings; an opaque
+        # block (no iterators) sees what its enclosing scope sees, as in the reference compiler.
+        outer_floor = self.block_floor
+        if block.iter_vars:
+            self.block_floor = len(self.loop_depth)
         for iv in block.iter_vars:
             self.define(self.vars, iv.var)
         for buf in block.alloc_buffers:
