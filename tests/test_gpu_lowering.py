@@ -157,3 +157,27 @@ def test_shared_memory_cannot_carry_values_from_one_kernel_to_the_next():
                                        r"and main_kernel1, but shared memory lives only while one "
                                        r"kernel's block runs"):
         kernels(sch.mod)
+
+
+def test_the_gpu_passes_are_named_passes_of_the_lowering_pipeline():
+    from mlc_lab.ir.transform import PassContext, PassInstrument
+
+    class Names(PassInstrument):
+        def __init__(self):
+            self.names = []
+
+        def run_before_pass(self, mod, info):
+            self.names.append(info.name)
+
+    seen = Names()
+    with PassContext(instruments=[seen]):
+        lib = mlc_lab.build(gs.window_sum(256, threads=64).mod, target="cuda-sim")
+    assert seen.names[-3:] == ["simplify", "split_host_device", "inject_sync"]
+    assert "__syncthreads" in lib.get_source("cuda")
+    with PassContext(disabled_pass=["inject_sync"]):
+        racy = mlc_lab.build(gs.window_sum(256, threads=64).mod, target="cuda-sim")
+    assert "__syncthreads" not in racy.get_source("cuda")
+    with PassContext(disabled_pass=["split_host_device"]):
+        with pytest.raises(ValueError, match="split_host_device cannot be disabled"):
+            mlc_lab.build(gs.vector_add(256).mod, target="cuda-sim")
+

@@ -117,6 +117,9 @@ def test_builtin_backends_and_unavailable_targets():
     assert get_backend("llvm").capabilities.supports_parallel
     assert not get_backend("llvm").capabilities.supports_thread_binding
     assert get_backend("cuda").capabilities.supports_thread_binding
+    kinds = ("llvm", "python", "cuda", "cuda-sim", "opencl")
+    assert [k for k in kinds if Target(k).capabilities.gpu] == ["cuda", "cuda-sim", "opencl"]
+    assert [Target(k).capabilities.dialect for k in kinds] == ["llvm", None, "cuda", "cuda", "opencl"]
     # kernels nobody bound to GPU threads cannot run on a GPU: the error says what to bind
     with pytest.raises(ValueError, match="is not bound to a GPU block or thread and is outside "
                                          "every kernel"):
@@ -191,6 +194,46 @@ def test_relax_build_goes_through_the_backend(toy):
     x = np.linspace(-1, 1, 12, dtype="float32").reshape(3, 4)
     out = relax.VirtualMachine(ex, mlc_lab.cpu())["main"](nd.array(x))
     np.testing.assert_array_equal(out.numpy(), np.maximum(x, 0))
+
+
+class CUDATextBackend(Backend):
+    """Source only: the GPU lowering pipeline, then CUDA C; nothing runs. Everything it needs is
+    here, registered by the test alone."""
+    kind = "cuda-text"
+    new_kind = TargetKind("cuda-text", "cuda", doc="CUDA C source of GPU kernels, not compiled")
+    capabilities = Capabilities(device_type="cuda", supports_thread_binding=True, gpu=True,
+                                dialect="cuda")
+
+    def lower(self, mod, target):
+        from mlc_lab.tir.transform import gpu_passes, lower
+        return lower(mod, extra_passes=gpu_passes(target))
+
+    def lowered_functions(self, lowered, names):
+        from mlc_lab.tir.transform import device_programs
+        return {name: device_programs(lowered)[name] for name in names}
+
+    def compile(self, programs, target):
+        from mlc_lab.codegen.cuda import render_cuda
+        return render_cuda(list(programs.values()))
+
+    def load(self, source, target, signatures):
+        from mlc_lab.runtime.cuda_module import SourceOnlyModule
+        return SourceOnlyModule(list(signatures), source, self.kind)
+
+
+def test_a_source_only_backend_needs_nothing_outside_its_own_module():
+    from mlc_lab.meta_schedule.schedule_rule_gpu import is_gpu_target
+    from mlc_lab.testing import gpu_schedules as gs
+    register_backend(CUDATextBackend())
+    try:
+        lib = mlc_lab.build(gs.vector_add(256, threads=64).mod, target="cuda-text")
+        source = lib.imported_modules[0].get_source()
+        assert "__global__" in source and "main_kernel0" in source
+        assert is_gpu_target(Target("cuda-text"))   # the tuner would use its GPU rules
+        with pytest.raises(RuntimeError, match="produces source only"):
+            lib["main"]()
+    finally:
+        unregister_backend("cuda-text")
 
 
 @pytest.mark.parametrize("text", ["llvm", "llvm -num-cores=2", "llvm --num-cores=1 -bounds-check",

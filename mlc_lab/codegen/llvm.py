@@ -52,9 +52,9 @@ class CodegenError(ValueError):
 
 def llvm_target(target=None) -> Target:
     """``target`` (a Target, a string such as "llvm -bounds-check", a dict, or None for plain
-    "llvm") as a Target of kind llvm; its attributes are the codegen options."""
+    "llvm") as a Target whose backend generates LLVM IR; its attributes are the codegen options."""
     target = Target("llvm" if target is None else target)
-    if target.kind.name != "llvm":
+    if target.capabilities.dialect != "llvm":
         raise ValueError(f"the llvm code generator needs an llvm target, got {str(target)!r}")
     return target
 
@@ -83,7 +83,8 @@ def render(func, name: str | None = None, target=None) -> str:
 
 def render_module(functions: dict, target=None) -> tuple[str, dict]:
     """``(llvm_ir_text, {name: FunctionABI})`` for lowered PrimFuncs ``{name: func}``."""
-    codegen = ModuleCodegen(llvm_target(target).attrs)
+    target = llvm_target(target)
+    codegen = ModuleCodegen(target.attrs, target.capabilities.stack_limit_bytes)
     abis = {name: codegen.add_function(func, name) for name, func in functions.items()}
     text = str(codegen.module)
     if debug_enabled():
@@ -100,10 +101,12 @@ class _LoopID(ir.values.MDValue):
 
 
 class ModuleCodegen:
-    """One LLVM module: its functions, declarations of external functions, loop metadata."""
+    """One LLVM module: its functions, declarations of external functions, loop metadata.
+    ``options`` are the target's attributes; allocations of at most ``stack_limit_bytes`` (the
+    backend's capability) live on the stack, larger ones are malloc'd."""
 
-    def __init__(self, options: dict):
-        self.options = options
+    def __init__(self, options: dict, stack_limit_bytes: int):
+        self.options, self.stack_limit_bytes = options, stack_limit_bytes
         self.module = ir.Module(name="mlc_lab")
         self.module.triple = llvm_binding.get_process_triple()
         self.buffers: list[BufferInfo] = []

@@ -14,7 +14,6 @@ from ..tir import dtype as dt
 from ..tir import expr as E
 from .llvm_expr import scalar_type, value_type
 
-STACK_LIMIT_BYTES = 64 * 1024   # larger (or symbolic) allocations go to the heap
 # Status codes returned by compiled functions.
 STATUS_OK, STATUS_OUT_OF_BOUNDS, STATUS_NO_MEMORY, STATUS_RUNTIME_ERROR = 0, 1, 2, 3
 
@@ -96,7 +95,7 @@ class StmtEmitter:
         elem = scalar_type(buffer.dtype, in_memory=True)
         elem_bytes = max(1, dt.bits(buffer.dtype) // 8)
         dims = [d.value if isinstance(d, E.IntImm) else None for d in buffer.shape]
-        if None not in dims and math.prod(dims) * elem_bytes <= STACK_LIMIT_BYTES:
+        if None not in dims and math.prod(dims) * elem_bytes <= self.codegen.stack_limit_bytes:
             self.buffers[buffer] = self.entry_alloca(ir.ArrayType(elem, max(1, math.prod(dims))),
                                                      buffer.name)
             self.codegen.buffer_id(buffer)

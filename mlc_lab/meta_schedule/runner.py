@@ -321,11 +321,12 @@ SIM_BLOCKS = 4
 
 
 def _simulated(lib) -> bool:
-    """A GPU build that runs on the simulator here (target cuda-sim, or cuda without a GPU)."""
+    """A GPU build that runs on the simulator here: its backend's code runs on the CPU (target
+    cuda-sim), or there is no GPU."""
     from ..runtime.cuda_device import SimulatedGPUNotice, mode
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SimulatedGPUNotice)
-        return lib.target == "cuda-sim" or mode() == "sim"
+        return lib.target_obj.capabilities.device_type == "cpu" or mode() == "sim"
 
 
 def _estimate_on_simulator(reference: Reference, lib, mod, target, rtol, atol) -> RunResult:

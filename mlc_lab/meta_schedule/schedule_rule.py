@@ -20,8 +20,9 @@ from __future__ import annotations
 from ..tir.schedule import ScheduleError
 from ..tir.schedule.primitives.scope import all_blocks_under, const_int
 from ..tir.schedule.policy.blocks import (ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE, has_data_reuse,  # noqa: F401
-                                          is_reduction, is_spatial, loops_match_iters, tileable_loops,
-                                          writes_param)
+                                          is_reduction, is_reduction_block, is_spatial, loops_match_iters,
+                                          tileable_loops, writes_param)
+from ..tir.schedule.policy.inline import InlinePolicy
 
 
 class ScheduleRule:
@@ -39,20 +40,10 @@ class ScheduleRule:
 class AutoInline(ScheduleRule):
     """Inline an elementwise block into its consumers (``compute_inline``); an elementwise block
     that writes an output goes into its producer instead (``reverse_compute_inline``). Either
-    only where the primitive's legality checks pass."""
+    only where the primitive's legality checks pass (``InlinePolicy.TUNER``)."""
 
     def apply(self, sch, block_rv) -> None:
-        block = sch.get(block_rv)
-        if not is_spatial(block):
-            return
-        try:
-            if writes_param(sch, block_rv, block):
-                if len(sch.get_producers(block_rv)) == 1:
-                    sch.reverse_compute_inline(block_rv)
-            elif sch.get_consumers(block_rv):
-                sch.compute_inline(block_rv)
-        except ScheduleError:
-            pass
+        InlinePolicy.TUNER.inline_block(sch, block_rv)
 
 
 class MultiLevelTiling(ScheduleRule):
@@ -117,7 +108,7 @@ class AddRFactor(ScheduleRule):
 
     def apply(self, sch, block_rv) -> None:
         block = sch.get(block_rv)
-        if not is_reduction(block) or block.init is None or has_data_reuse(block):
+        if not is_reduction_block(block) or has_data_reuse(block):
             return
         loops = loops_match_iters(sch, block_rv)
         if loops is None or block.iter_vars[-1].iter_type != "reduce" or \

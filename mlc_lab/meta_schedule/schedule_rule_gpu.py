@@ -1,4 +1,5 @@
-"""Schedule rules for GPU targets ("cuda", "cuda-sim", a tag such as "nvidia/a100"): every block
+"""Schedule rules for GPU targets (those whose backend's capabilities say ``gpu``: "cuda",
+"cuda-sim", "opencl", a tag such as "nvidia/a100"): every block
 ends up bound to blocks and threads, with the choices a search should explore sampled.
 
 1. ``AutoInline`` (shared with the CPU rules): elementwise blocks disappear into their neighbours.
@@ -17,6 +18,7 @@ Postprocessing decomposes reductions and rejects a schedule the GPU cannot launc
 """
 from __future__ import annotations
 
+from ..target import Target, get_backend
 from ..tir.schedule import ScheduleError
 from ..tir.schedule.primitives.scope import const_int
 from ..tir.schedule.policy.postproc import Postproc, RewriteReductionBlock, VerifyModule, feeds_only_spatial
@@ -112,19 +114,17 @@ def _fused(sch, loops):
 
 
 class VerifyGPUCode(Postproc):
-    """The schedule lowers into kernels the target can launch (``split_host_device``'s rules and
-    limits)."""
+    """The schedule lowers into kernels the target can launch: the backend's lowering pipeline
+    (its "split_host_device" pass checks the GPU's rules and limits) accepts it."""
 
     def __init__(self, target):
         self.target = target
 
     def apply(self, sch) -> bool:
-        from ..tir.transform import lower
-        from ..tir.transform.split_host_device import GPUError, split_host_device
+        from ..tir.transform.split_host_device import GPUError
+        target = Target(self.target)
         try:
-            lowered = lower(sch.mod)
-            for gv in lowered.functions:
-                split_host_device(lowered[gv.name_hint], self.target, gv.name_hint)
+            get_backend(target.kind.name).lower(sch.mod, target)
         except (GPUError, ScheduleError, ValueError):
             return False
         return True
@@ -139,7 +139,8 @@ def gpu_postprocs(target) -> list:
 
 
 def is_gpu_target(target) -> bool:
-    return getattr(getattr(target, "kind", None), "name", "") in ("cuda", "cuda-sim")
+    """Whether code for ``target`` runs as GPU kernels (its backend's ``capabilities.gpu``)."""
+    return target is not None and Target(target).capabilities.gpu
 
 
 __all__ = ["MultiLevelTilingGPU", "AutoBind", "VerifyGPUCode", "gpu_rules", "gpu_postprocs",

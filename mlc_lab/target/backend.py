@@ -3,8 +3,8 @@
 ``mlc_lab.build`` (and ``relax.build`` for its kernels) does, for ``target``::
 
     backend = get_backend(target.kind.name)
-    lowered = backend.lower(IRModule(functions), target)     # the backend's pipeline
-    compiled = backend.compile(lowered_functions, target)    # render + compile
+    lowered = backend.lower(IRModule(functions), target)     # the backend's pipeline (verifies)
+    compiled = backend.compile(backend.lowered_functions(lowered, functions), target)
     return backend.load(compiled, target, signatures=functions)   # -> runtime.Module
 
 ``render`` gives the source text (LLVM IR, CUDA C, the script) without compiling it. A new
@@ -14,6 +14,7 @@ backend is one module in ``mlc_lab/target/backends/`` defining a Backend subclas
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from .kinds import TargetKind, did_you_mean, get_kind, known_kind_names, register_kind
 from .kinds import unregister_kind
@@ -30,6 +31,15 @@ class Capabilities:
     vector_lanes: tuple = ()                 # widths that map to vector registers
     supports_thread_binding: bool = False    # loops bound to blockIdx/threadIdx
     max_threads_per_block: int | None = None
+    gpu: bool = False                        # functions become kernels a GPU launches (host/device
+                                             # split): schedules must bind blockIdx/threadIdx
+    dialect: str | None = None               # the code generated: "llvm" (LLVM IR), "cuda" (CUDA C),
+                                             # "opencl" (OpenCL C); None for the interpreter
+    stack_limit_bytes: int | None = None     # allocations up to this size live on the stack; larger
+                                             # ones are allocated on every call
+    parallel_threshold: Callable[[], float] | None = None   # the least work (flops) a parallel
+                                             # loop pays for; called when needed, as it can depend on
+                                             # what runs parallel loops in this process
 
 
 class Backend:
@@ -40,8 +50,18 @@ class Backend:
     capabilities: Capabilities = Capabilities()
 
     def lower(self, mod, target: Target):
-        """The lowering pipeline: IRModule as scheduled -> IRModule ``compile`` accepts."""
+        """The lowering pipeline: IRModule as scheduled -> IRModule ``compile`` accepts. This
+        default checks the functions (``tir.verify``: ill-formed IR gets its rule named here, not
+        an IndexError mid-run) and keeps them as they are."""
+        from ..tir.verify import verify
+        verify(mod)
         return mod
+
+    def lowered_functions(self, lowered, names) -> dict:
+        """What ``compile`` takes from the lowered IRModule for the functions ``names``: their
+        PrimFuncs. A backend whose lowering leaves more in the module (the GPU backends: each
+        function's kernels) gives that instead."""
+        return {name: lowered[name] for name in names}
 
     def render(self, functions: dict, target: Target | None = None) -> str:
         """Source text of lowered PrimFuncs ``{name: func}``."""
@@ -59,11 +79,8 @@ class Backend:
     def build(self, functions: dict, target: Target):
         """PrimFuncs ``{name: func}`` as written -> runtime.Module."""
         from ..ir import IRModule
-        from ..tir.verify import verify
-        for func in functions.values():
-            verify(func)   # ill-formed IR gets its rule named here, not an IndexError mid-run
         lowered = self.lower(IRModule(functions), target)
-        compiled = self.compile({name: lowered[name] for name in functions}, target)
+        compiled = self.compile(self.lowered_functions(lowered, functions), target)
         return self.load(compiled, target, signatures=functions)
 
     def __repr__(self) -> str:

@@ -5,6 +5,7 @@
     Target("nvidia/h100")                   # a tag: cuda with the H100's numbers
     Target({"kind": "llvm", "num-cores": 2})
     t.kind.name, t.attrs["num-cores"], t.num_cores, t.max_num_threads, t.host
+    t.capabilities.gpu                      # what its backend's code can do
 
 Every attribute is checked against the kind's table (``mlc_lab.target.kinds``) when the target is
 made, so a misspelt option fails here, naming the options that exist. ``str(t)`` is canonical
@@ -65,6 +66,13 @@ class Target:
     @property
     def device_type(self) -> str:
         return self.kind.device_type
+
+    @property
+    def capabilities(self):
+        """What code for this target can do: its backend's ``Capabilities`` (GPU or not, vector
+        lanes, limits); code asks these instead of comparing kind names."""
+        from .backend import get_backend
+        return get_backend(self.kind.name).capabilities
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Target) and self._key == other._key

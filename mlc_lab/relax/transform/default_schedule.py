@@ -11,7 +11,7 @@ Each kernel gets the rule of its most demanding block (``default_schedule_rules`
 
 First every spatial intermediate with one spatial consumer is inlined into it (a bias add into
 its ReLU); the loops are parallel only when the target has several cores and the kernel enough work to
-pay for the fork (``llvm_runtime.min_parallel_flops()``: 5e4 flops with OpenMP). The rule's name is stored in the kernel's "default_schedule"
+pay for the fork (the target's ``capabilities.parallel_threshold``: 5e4 flops with OpenMP). The rule's name is stored in the kernel's "default_schedule"
 attribute; ``default_schedule_report(mod)`` lists them.
 
 A kernel a rule cannot handle (a symbolic shape, an index read from memory, loops already
@@ -44,12 +44,13 @@ block bodies left out; ``lv1_local`` shrinks to the 8 x 32 tile when lowered)::
 """
 from __future__ import annotations
 
+import math
 import os
 
 from ...ir.module import IRModule
 from ...ir.transform import Pass, PassInfo
 from ...target import Target, get_backend
-from ...tir.schedule.policy.blocks import has_data_reuse, is_reduction
+from ...tir.schedule.policy.blocks import has_data_reuse, is_reduction, is_spatial
 from ...tir.schedule.policy.flops import estimate_flops
 from ...tir.schedule.policy.postproc import (RewriteParallelVectorizeUnroll, RewriteReductionBlock, VerifyModule,
                                              blocks)
@@ -57,7 +58,6 @@ from ...tir.function import PrimFunc
 from ...tir.schedule import Schedule, ScheduleError
 from ...tir.stmt_functor import post_order_visit
 from ...tir import dtype, stmt as S
-from ...runtime.llvm_runtime import min_parallel_flops
 from .default_schedule_rules import (Unschedulable, inline_elementwise,
                                      reduce, tile_reduction, vectorize_spatial)
 
@@ -84,33 +84,47 @@ class DefaultSchedule(Pass):
         return out
 
 
-def vector_machine(target) -> tuple[int, int] | None:
-    """(32-bit vector lanes, cores) of ``target``, or None for a target without CPU vector
-    units (the "python" interpreter), which the rules leave alone."""
+def vector_machine(target) -> tuple[int, int, float] | None:
+    """(32-bit vector lanes, cores, the least flops worth a parallel loop) of ``target``, or None
+    for a target without CPU vector units (the "python" interpreter), which the rules leave
+    alone."""
     target = Target(target)
     capabilities = get_backend(target.kind.name).capabilities
     if capabilities.device_type != "cpu" or not capabilities.vector_lanes:
         return None
-    return max(capabilities.vector_lanes), target.attrs.get("num-cores") or os.cpu_count() or 1
+    cores = target.attrs.get("num-cores") or os.cpu_count() or 1
+    return max(capabilities.vector_lanes), cores, parallel_flops(target, cores)
 
 
-def schedule_kernel(func: PrimFunc, lanes: int = 16, cores: int = 1) -> PrimFunc:
+def parallel_flops(target, cores: int) -> float:
+    """The least work (flops) a parallel loop on ``cores`` cores pays for on ``target``; inf
+    where there is one core or the backend runs no parallel loops."""
+    threshold = Target(target).capabilities.parallel_threshold
+    return threshold() if threshold is not None and cores > 1 else math.inf
+
+
+def schedule_kernel(func: PrimFunc, lanes: int = 16, cores: int = 1,
+                    min_flops: float | None = None) -> PrimFunc:
     """``func`` scheduled by its rule, with the rule's name in "default_schedule"; or ``func``
     unchanged with "unscheduled: <reason>" there."""
     try:
-        rule, sch = default_schedule(func, lanes, cores)
+        rule, sch = default_schedule(func, lanes, cores, min_flops)
     except (ScheduleError, Unschedulable) as err:
         return func.with_attr(ATTR, "unscheduled: " + str(err).splitlines()[0])
     return sch.mod["main"].with_attr(ATTR, rule)
 
 
-def default_schedule(func: PrimFunc, lanes: int = 16, cores: int = 1) -> tuple[str, Schedule]:
+def default_schedule(func: PrimFunc, lanes: int = 16, cores: int = 1,
+                     min_flops: float | None = None) -> tuple[str, Schedule]:
     """The rule's name and the ``tir.Schedule`` of ``func`` (as "main") it made, whose trace
     replays the default schedule (the tuner measures it as the starting point of a model's
-    kernel). Raises Unschedulable or ScheduleError where no rule applies."""
+    kernel). Loops are parallel with several ``cores`` and at least ``min_flops`` of work
+    (default: the host CPU's threshold, ``parallel_flops("llvm", cores)``). Raises
+    Unschedulable or ScheduleError where no rule applies."""
     sch = Schedule(func, debug_mask=0)
     _check_unscheduled(func)
-    parallel = cores > 1 and estimate_flops(func) >= min_parallel_flops()
+    min_flops = parallel_flops("llvm", cores) if min_flops is None else min_flops
+    parallel = cores > 1 and estimate_flops(func) >= min_flops
     rule = _apply_rules(sch, _lanes(func, lanes), parallel)
     RewriteParallelVectorizeUnroll().apply(sch)
     RewriteReductionBlock().apply(sch)
@@ -133,8 +147,7 @@ def _apply_rules(sch, lanes: int, parallel: bool) -> str:
     rules, reasons = [], []
     for rule, group in groups:
         if group is None:   # what is still at the root after the rules above moved blocks
-            group = [b for b in blocks(sch, "main") if not b.init and not b.annotations
-                     and all(iv.iter_type == "spatial" for iv in b.iter_vars)]
+            group = [b for b in blocks(sch, "main") if is_spatial(b) and not b.annotations]
         for block in group:
             try:
                 rules.append(rule(sch, sch.get_block(block.name_hint, "main"), lanes, parallel))

@@ -24,7 +24,7 @@ from ...arith import linear_form
 from ...tir.schedule import ScheduleError
 from ...tir.schedule.policy.blocks import (ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE, is_spatial,
                                            loops_match_iters, writes_param)
-from ...tir.schedule.policy.postproc import blocks
+from ...tir.schedule.policy.inline import InlinePolicy
 from ...tir.schedule.primitives.scope import const_int
 from ...tir.stmt_functor import loads_in, uses_var
 
@@ -125,19 +125,11 @@ def split_last(sch, loops: list, extent: int, width: int) -> list:
 
 def inline_elementwise(sch) -> None:
     """Inline each spatial block that does not write an output into its one consumer, when that
-    consumer is spatial too (a bias add into the ReLU after it). Unlike the tuner's AutoInline,
-    never into a reduction or into two readers: recomputing softmax's exp twice, or a padding
-    condition in a convolution's inner loop, costs more than the buffer saves."""
-    for block in blocks(sch, "main"):
-        block_rv = sch.get_block(block.name_hint, "main")
-        if not is_spatial(block) or writes_param(sch, block_rv, block):
-            continue
-        consumers = sch.get_consumers(block_rv)
-        if len(consumers) == 1 and is_spatial(sch.get(consumers[0])):
-            try:
-                sch.compute_inline(block_rv)
-            except ScheduleError:
-                pass
+    consumer is spatial too (a bias add into the ReLU after it): ``InlinePolicy.DEFAULT_SCHEDULE``.
+    Unlike the tuner's AutoInline, never into a reduction or into two readers: recomputing
+    softmax's exp twice, or a padding condition in a convolution's inner loop, costs more than
+    the buffer saves."""
+    InlinePolicy.DEFAULT_SCHEDULE.inline_all(sch, "main")
 
 
 def tile_reduction(sch, block_rv, lanes: int, parallel: bool) -> str:

@@ -35,13 +35,12 @@ from __future__ import annotations
 from ...ir.module import GlobalVar, IRModule
 from ...ir.transform import Pass, PassInfo
 from ...tir.buffer import Buffer, decl_buffer
-from ...tir.expr import Call as TirCall, IntImm, Select, Var as TirVar
+from ...tir.expr import IntImm, Var as TirVar
 from ...tir.function import PrimFunc
 from ...tir.functor import StmtExprMutator, StmtExprVisitor
-from ...tir.schedule import Schedule, ScheduleError
-from ...tir.schedule.func_index import child_blocks
-from ...tir.stmt import Block, BlockRealize, BufferStore, For, IterVar, seq
-from ...tir.stmt_functor import post_order_visit
+from ...tir.schedule import Schedule
+from ...tir.schedule.policy.inline import InlinePolicy
+from ...tir.stmt import Block, BlockRealize, For, IterVar, seq
 from ..analysis import References, is_call_tir
 from ..expr import Call, Function, Tuple, TupleGetItem, Var
 from ..functor import ExprMutator
@@ -154,52 +153,11 @@ def fuse_primitive(mod: IRModule, func: Function, name: str) -> PrimFunc:
 
 def inline_intermediates(func: PrimFunc) -> PrimFunc:
     """``func`` with each intermediate (an ``alloc_buffer`` of the root block) that
-    ``compute_inline`` or ``reverse_compute_inline`` accepts folded away, until none is left."""
+    ``compute_inline`` or ``reverse_compute_inline`` accepts folded away, until none is left
+    (``InlinePolicy.FUSE_TIR``)."""
     sch = Schedule(func)
-    while _inline_one(sch):
-        pass
+    InlinePolicy.FUSE_TIR.inline_all(sch, "main")
     return sch.mod["main"]
-
-
-def _inline_one(sch: Schedule) -> bool:
-    """Inline one block; False when no candidate is accepted. Candidates are screened first so
-    the primitives (whose refusals print the function) only see likely ones."""
-    root = sch.mod["main"].body
-    blocks = [realize.block for realize in child_blocks(root)]
-    intermediate = {id(b) for b in root.block.alloc_buffers}
-    writer = {id(b.body.buffer): b for b in blocks if _is_plain_store(b)}
-    for block in blocks:
-        if (_is_plain_store(block) and id(block.body.buffer) in intermediate
-                and not _is_conditional(block.body.value)):
-            if _accepted(sch.compute_inline, block):
-                return True
-        read = [writer.get(id(r.buffer)) for r in block.reads if id(r.buffer) in intermediate]
-        if _is_plain_store(block) and len(read) == 1 and read[0] is not None:
-            if _accepted(sch.reverse_compute_inline, block):
-                return True
-    return False
-
-
-def _is_plain_store(block: Block) -> bool:
-    """A complete block whose body is one store: what both inlining primitives start from."""
-    return (block.init is None and isinstance(block.body, BufferStore)
-            and all(iv.iter_type == "spatial" for iv in block.iter_vars))
-
-
-def _is_conditional(value) -> bool:
-    """Whether ``value`` selects between values (T.if_then_else or T.Select), as padding does."""
-    found = []
-    post_order_visit(value, lambda e: found.append(e) if isinstance(e, Select) or (
-        isinstance(e, TirCall) and e.op == "if_then_else") else None)
-    return bool(found)
-
-
-def _accepted(primitive, block: Block) -> bool:
-    try:
-        primitive(block.name_hint)
-    except ScheduleError:
-        return False
-    return True
 
 
 def _missing(name: str, arg):

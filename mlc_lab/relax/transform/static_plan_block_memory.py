@@ -121,11 +121,15 @@ def memory_stats(mod) -> dict:
 
 
 class StaticPlanBlockMemory(Pass):
-    def __init__(self):
+    """``target``: what the kernels are compiled for (default "llvm"), whose stack limit decides
+    which of their intermediates are workspaces to plan."""
+
+    def __init__(self, target=None):
+        self.target = target
         self.info = PassInfo(0, "StaticPlanBlockMemory")
 
     def transform_module(self, mod, ctx):
-        mod = lift_kernel_workspaces(mod)
+        mod = lift_kernel_workspaces(mod, self.target)
         out = type(mod)(mod.functions, mod.attrs)
         for gv, func in _planned_functions(mod):
             plan = tuple(plan_function(func))

@@ -1,7 +1,8 @@
-"""Targets "cuda" and "cuda-sim": lower like the CPU targets, split each function into kernels
-(``tir.transform.split_host_device``), render CUDA C (``codegen.cuda``), compile it to PTX with
-NVRTC where available (no GPU needed), and load functions that launch the kernels on a GPU or on
-the cuda-sim simulator (``runtime.cuda_module``).
+"""Targets "cuda" and "cuda-sim": lower like the CPU targets, then split each function into
+kernels and add their barriers (``tir.transform.gpu_passes``: "split_host_device", "inject_sync"),
+render CUDA C (``codegen.cuda``), compile it to PTX with NVRTC where available (no GPU needed),
+and load functions that launch the kernels on a GPU or on the cuda-sim simulator
+(``runtime.cuda_module``).
 
 "cuda" always builds: with no GPU, ``cuda(0)`` arrays and kernels run on the simulator.
 "cuda-sim" always simulates.
@@ -23,28 +24,37 @@ class CompiledCUDA:
 class CUDABackend(Backend):
     kind = "cuda"
     capabilities = Capabilities(device_type="cuda", supports_vector=True, vector_lanes=(2, 4),
-                                supports_thread_binding=True, max_threads_per_block=1024)
+                                supports_thread_binding=True, max_threads_per_block=1024,
+                                gpu=True, dialect="cuda")
     simulate_only = False
 
     def lower(self, mod, target):
-        from ...tir.transform import lower
-        return lower(mod)
+        from ...tir.transform import gpu_passes, lower
+        return lower(mod, extra_passes=gpu_passes(target))
+
+    def lowered_functions(self, lowered, names) -> dict:
+        from ...tir.transform import device_programs
+        programs = device_programs(lowered)
+        return {name: programs[name] for name in names}
 
     def programs(self, functions: dict, target) -> dict:
-        """Each function's kernels. ``PassContext(config={"cuda.inject_sync": False})`` leaves
-        out the barriers, to watch the simulator catch the races they prevent."""
-        from ...ir.transform import PassContext
-        from ...tir.transform.split_host_device import split_host_device
-        sync = PassContext.current().config.get("cuda.inject_sync", True)
-        return {name: split_host_device(func, target, name, sync=bool(sync))
-                for name, func in functions.items()}
+        """Each function's kernels: DevicePrograms (from ``lower``) as they are; lowered PrimFuncs
+        (given to ``render``) go through the GPU passes first."""
+        from ...tir.transform.split_host_device import DeviceProgram
+        if all(isinstance(f, DeviceProgram) for f in functions.values()):
+            return dict(functions)
+        from ...ir import IRModule
+        from ...ir.transform import Sequential
+        from ...tir.transform import device_programs, gpu_passes
+        mod = Sequential(gpu_passes(target), name="gpu_passes")(IRModule(functions))
+        return device_programs(mod)
 
     def render(self, functions, target=None) -> str:
         from ...codegen.cuda import render_cuda
         return render_cuda(list(self.programs(functions, target).values()))
 
     def compile(self, functions, target):
-        programs = self.programs(functions, target)   # GPU rule errors before anything else
+        programs = self.programs(functions, target)
         from ...codegen.cuda import render_cuda
         from ...runtime import nvrtc
         source = render_cuda(list(programs.values()))
@@ -63,7 +73,8 @@ class CUDABackend(Backend):
 class CUDASimBackend(CUDABackend):
     kind = "cuda-sim"
     capabilities = Capabilities(device_type="cpu", supports_vector=True, vector_lanes=(2, 4),
-                                supports_thread_binding=True, max_threads_per_block=1024)
+                                supports_thread_binding=True, max_threads_per_block=1024,
+                                gpu=True, dialect="cuda")
     simulate_only = True
 
 
@@ -71,7 +82,8 @@ class OpenCLBackend(CUDABackend):
     """Target "opencl": the same kernels as OpenCL C, source only (no OpenCL runtime)."""
     kind = "opencl"
     capabilities = Capabilities(device_type="opencl", supports_vector=True, vector_lanes=(2, 4),
-                                supports_thread_binding=True, max_threads_per_block=1024)
+                                supports_thread_binding=True, max_threads_per_block=1024,
+                                gpu=True, dialect="opencl")
 
     def render(self, functions, target=None) -> str:
         from ...codegen.opencl import render_opencl

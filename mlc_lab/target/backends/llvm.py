@@ -7,6 +7,13 @@ from __future__ import annotations
 
 from ..backend import Backend, Capabilities, register_backend
 
+STACK_LIMIT_BYTES = 64 * 1024   # larger (or symbolic) allocations are malloc'd on every call
+
+
+def _min_parallel_flops() -> float:
+    from ...runtime.llvm_runtime import min_parallel_flops
+    return min_parallel_flops()
+
 
 class LLVMBackend(Backend):
     kind = "llvm"
@@ -17,6 +24,9 @@ class LLVMBackend(Backend):
         supports_vector=True,
         vector_lanes=(2, 4, 8, 16),        # Ramp/Broadcast widths that map to SIMD registers
         supports_thread_binding=False,     # thread-bound loops need "cuda" or "cuda-sim"
+        dialect="llvm",
+        stack_limit_bytes=STACK_LIMIT_BYTES,
+        parallel_threshold=_min_parallel_flops,   # 5e4 flops with OpenMP, more with a thread pool
     )
 
     def lower(self, mod, target):

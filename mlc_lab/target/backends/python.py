@@ -1,5 +1,5 @@
 """Target "python" (also "numpy"): the reference interpreter runs the PrimFuncs as written; there
-is nothing to lower or compile."""
+is nothing to lower (``Backend.lower`` only verifies them) or compile."""
 from __future__ import annotations
 
 from ..backend import Backend, Capabilities, register_backend

@@ -17,6 +17,7 @@ from ...driver import build
 from ...ir import structural_equal
 from ...runtime.llvm_runtime import VectorizeWarning
 from ...script import from_source
+from ...target import Target
 from ...tir.schedule import ScheduleError, Trace
 from ...tir.transform.split_host_device import GPUError
 from ...tir.verify import VerifyError, verify
@@ -108,7 +109,7 @@ def check(seed: int, trial: int, steps: list, targets=TARGETS) -> Finding | None
     inputs = program.inputs(np.random.default_rng([seed, trial, 1]))
     want = program.reference(*[a.copy() for a in inputs])
     for target in targets:
-        mod = sch.mod if target != "cuda-sim" else gpu_bound(sch.mod)
+        mod = gpu_bound(sch.mod) if Target(target).capabilities.gpu else sch.mod
         if mod is None:
             continue    # no loop nest here that one block per outer iteration could run
         try:

@@ -1,5 +1,6 @@
 # The lowering pipeline: the passes, in order, that turn a scheduled block-form PrimFunc into the
-# flat loop code the code generators take. Expects IRModules of PrimFuncs (or a lone PrimFunc).
+# flat loop code the code generators take (and, for a GPU, its kernels). Expects IRModules of
+# PrimFuncs (or a lone PrimFunc).
 from __future__ import annotations
 
 import contextlib
@@ -8,6 +9,7 @@ from ...ir.module import IRModule
 from ...ir.transform import Pass, PassContext, Sequential
 from ..function import PrimFunc
 from ..verify import VerifyError, verify
+from .device_passes import InjectSync, SplitHostDevice
 from .flatten_buffer import flatten_buffer
 from .lower_blocks import lower_blocks
 from .lower_init_block import lower_init_block
@@ -34,7 +36,15 @@ STAGE_AFTER = {"lower_blocks": "no_blocks", "flatten_buffer": "flat"}
 
 # Passes whose output the code generators need; the others are optimizations that
 # PassContext(disabled_pass=[...]) may turn off.
-REQUIRED = ("lower_init_block", "plan_and_compact_allocations", "lower_blocks", "flatten_buffer")
+REQUIRED = ("lower_init_block", "plan_and_compact_allocations", "lower_blocks", "flatten_buffer",
+            "split_host_device")
+
+
+def gpu_passes(target=None) -> list:
+    """The passes a GPU backend runs after PASSES (``lower(mod, extra_passes=gpu_passes(t))``):
+    each function's kernels, checked against ``target``, then their barriers. The kernels are in
+    ``device_passes.device_programs`` of the result."""
+    return [SplitHostDevice(target), InjectSync()]
 
 
 class LoweringError(VerifyError):
@@ -46,20 +56,22 @@ class LoweringError(VerifyError):
         self.pass_name = pass_name
 
 
-def lowering_sequence() -> Sequential:
-    """PASSES as one Sequential named "lower", each member checked in debug mode against the
-    lowered-IR stage reached once it has run (a failure is a LoweringError naming it)."""
+def lowering_sequence(extra_passes=()) -> Sequential:
+    """PASSES, then ``extra_passes`` (a backend's own), as one Sequential named "lower", each
+    member checked in debug mode against the lowered-IR stage reached once it has run (a failure
+    is a LoweringError naming it)."""
     members: list[Pass] = []
     stage = "blocks"
-    for lowering_pass in PASSES:
+    for lowering_pass in [*PASSES, *extra_passes]:
         stage = STAGE_AFTER.get(lowering_pass.info.name, stage)
         members.append(lowering_pass.with_verify(_stage_check(stage)))
     return Sequential(members, name="lower")
 
 
-def lower(mod_or_func, debug: bool = False) -> IRModule:
+def lower(mod_or_func, debug: bool = False, extra_passes=()) -> IRModule:
     """Run PASSES over every PrimFunc and return the lowered IRModule (a lone PrimFunc is named by
-    its global_symbol, else "main"). The input must pass ``tir.verify``. The passes run under the
+    its global_symbol, else "main"); ``extra_passes`` run after them (a GPU backend gives
+    ``gpu_passes(target)``). The input must pass ``tir.verify``. The passes run under the
     current PassContext, whose instruments see each of them. With ``debug=True`` (or
     MLC_LAB_DEBUG=1, or the context's ``config={"debug": True}``) the IR is verified after every
     pass and a failure names the pass that broke it, and every access to a buffer the function
@@ -72,14 +84,15 @@ def lower(mod_or_func, debug: bool = False) -> IRModule:
     else:
         raise TypeError(f"lower expects an IRModule or a PrimFunc, got {type(mod_or_func).__name__}")
     ctx = PassContext.current()
-    refused = [name for name in REQUIRED if name in ctx.disabled_pass]
+    names = {p.info.name for p in [*PASSES, *extra_passes]}
+    refused = [name for name in REQUIRED if name in ctx.disabled_pass and name in names]
     if refused:
-        optional = sorted({p.info.name for p in PASSES} - set(REQUIRED))
+        optional = sorted(names - set(REQUIRED))
         raise ValueError(f"lowering pass {refused[0]} cannot be disabled: the code generators need "
                          f"its output (those that can be: {', '.join(optional)})")
     verify(mod)   # ill-formed input is the caller's error, reported before any pass runs
     with ctx.with_config(debug=True) if debug else contextlib.nullcontext():
-        mod = lowering_sequence()(mod)
+        mod = lowering_sequence(extra_passes)(mod)
         if PassContext.current().debug:
             verify_memory(mod)
     _check(mod, PASSES[-1].info.name, "flat")

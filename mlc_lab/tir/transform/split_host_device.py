@@ -18,11 +18,13 @@ The host side of a GPU function only launches kernels: the function body must be
 kernels, with global scratch buffers allocated around them. A statement outside every kernel is
 an error, because a GPU function's host part cannot touch device memory.
 
-``GPUError`` names the rule broken and shows the function with the culprit underlined.
+``GPUError`` names the rule broken and shows the function with the culprit underlined. The GPU
+backends run this (and then ``inject_sync``) as passes of the lowering pipeline
+(``device_passes``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import expr as E
 from .. import stmt as S
@@ -111,10 +113,19 @@ def split_host_device(func: PrimFunc, target=None, name: str | None = None,
             if id(buffer) in used:
                 stmt = S.Allocate(buffer, stmt)
         kernel_name = f"{name}_kernel{len(kernels)}"
-        kernels.append(_make_kernel(func, kernel_name, stmt, scratch, sync=sync))
+        kernels.append(_make_kernel(func, kernel_name, stmt, scratch))
     for kernel in kernels:
         check_limits(kernel, target, func)
-    return DeviceProgram(name, func, tuple(kernels), tuple(scratch))
+    program = DeviceProgram(name, func, tuple(kernels), tuple(scratch))
+    return with_barriers(program) if sync else program
+
+
+def with_barriers(program: DeviceProgram) -> DeviceProgram:
+    """``program`` with ``inject_sync``'s barriers in the body of every kernel."""
+    kernels = tuple(replace(k, body=inject_sync(k.body, [k.thread_vars[t] for t in THREAD_TAGS
+                                                         if t in k.thread_vars]))
+                    for k in program.kernels)
+    return replace(program, kernels=kernels)
 
 
 def _check_on_chip_used_once(func, name: str, stmts: list, on_chip: list) -> None:
@@ -230,11 +241,9 @@ class _KernelBuilder:
         return tuple(self.extents[t][0] if t in self.extents else 1 for t in tags)
 
 
-def _make_kernel(func: PrimFunc, name: str, root: S.For, scratch: list, sync: bool = True) -> Kernel:
+def _make_kernel(func: PrimFunc, name: str, root: S.For, scratch: list) -> Kernel:
     builder = _KernelBuilder(func, name)
     body = builder.root(root)
-    if sync:
-        body = inject_sync(body, [builder.vars[t] for t in THREAD_TAGS])
     used_buffers = {id(b) for b in free_buffers(body)}
     used_vars = {id(v) for v in free_vars(body, buffer_shapes=True)}
     params = [p for p in func.params

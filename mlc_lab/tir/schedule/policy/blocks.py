@@ -1,23 +1,42 @@
 """Queries about a block that both the automatic tuning space (``meta_schedule``) and the
 default schedules of ``relax.build`` (``relax.transform.DefaultSchedule``) decide by, and the
 annotation keys through which rules ask the postprocessors for parallel, vector and unroll
-loops."""
+loops.
+
+The predicates on a block's iterators (``is_spatial``, ``is_reduction``, ``is_reduction_block``)
+and loops (``feeds_only_spatial``) are those the schedule primitives check, defined with them in
+``primitives/scope.py`` and offered here."""
 from __future__ import annotations
 
 from ... import expr as E
-from ...stmt_functor import uses_var
+from ... import stmt as S
+from ...stmt_functor import post_order_visit, uses_var
+from ..primitives.scope import feeds_only_spatial, is_reduction, is_reduction_block, is_spatial
+
+__all__ = ["ANN_PARALLEL", "ANN_UNROLL", "ANN_VECTORIZE", "feeds_only_spatial", "has_data_reuse",
+           "is_plain_store", "is_reduction", "is_reduction_block", "is_spatial", "loops_match_iters",
+           "stores_conditional", "tileable_loops", "writes_param"]
 
 ANN_PARALLEL = "meta_schedule.parallel"
 ANN_VECTORIZE = "meta_schedule.vectorize"
 ANN_UNROLL = "meta_schedule.unroll_explicit"
 
 
-def is_reduction(block) -> bool:
-    return any(iv.iter_type == "reduce" for iv in block.iter_vars)
+def is_plain_store(block) -> bool:
+    """A complete block whose body is one store ``B[v...] = value``: what both inlining primitives
+    start from."""
+    return is_spatial(block) and isinstance(block.body, S.BufferStore)
 
 
-def is_spatial(block) -> bool:
-    return all(iv.iter_type == "spatial" for iv in block.iter_vars) and block.init is None
+def stores_conditional(block) -> bool:
+    """A plain store whose value selects between values (T.if_then_else or T.Select), as padding
+    does: inlined into a convolution, the condition would be tested in its innermost loop."""
+    if not is_plain_store(block):
+        return False
+    found = []
+    post_order_visit(block.body.value, lambda e: found.append(e) if isinstance(e, E.Select) or (
+        isinstance(e, E.Call) and e.op == "if_then_else") else None)
+    return bool(found)
 
 
 def writes_param(sch, block_rv, block) -> bool:
@@ -61,6 +80,6 @@ def tileable_loops(sch, block_rv) -> list | None:
     """The loops of a reduction with data reuse (matmul, conv) that a tiling rule splits: one per
     iterator, in order; None for any other block."""
     block = sch.get(block_rv)
-    if not is_reduction(block) or block.init is None or not has_data_reuse(block):
+    if not is_reduction_block(block) or not has_data_reuse(block):
         return None
     return loops_match_iters(sch, block_rv)

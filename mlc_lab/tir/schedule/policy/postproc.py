@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ... import stmt as S
 from ..errors import ScheduleError
-from ..primitives.scope import all_blocks_under, const_int
+from ..primitives.scope import all_blocks_under, const_int, feeds_only_spatial
 from ...stmt_functor import uses_var
 from ...verify import VerifyError, verify
 from .blocks import ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE
@@ -113,16 +113,6 @@ class RewriteParallelVectorizeUnroll(Postproc):
                 break
             product *= extent
             sch.unroll(loop)
-
-
-def feeds_only_spatial(loop: S.For) -> bool:
-    """Whether every block under ``loop`` uses its variable only in spatial iterators (running the
-    loop's iterations apart, on cores or GPU threads, carries no reduction)."""
-    for realize in all_blocks_under(loop):
-        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
-            if iv.iter_type != "spatial" and uses_var(value, loop.loop_var):
-                return False
-    return True
 
 
 def _contiguous(sch, block_rv, loop: S.For) -> bool:

@@ -11,7 +11,7 @@ from ...functor import StmtExprMutator, StmtExprVisitor
 from ..instruction import instruction
 from ..func_index import StmtReplacer, child_blocks, replace_stmts
 from ...stmt_functor import loads_in, substitute, uses_var
-from .scope import dataflow_violation
+from .scope import dataflow_violation, is_spatial
 from .move_stmt import remove_and_insert
 
 
@@ -71,7 +71,7 @@ class InlinePrimitives:
                         func, culprits or (producer,), func_name=func_name)
 
         scope = _scope_of(idx, realize, fail)
-        if producer.init is not None or any(iv.iter_type != "spatial" for iv in producer.iter_vars):
+        if not is_spatial(producer):
             fail(errors.NotCompleteBlockError, "it is a reduction block (it has reduce iterators or "
                  "T.init); only a complete block B[v...] = expr can be inlined")
         store = _single_store(producer, fail)
@@ -158,7 +158,7 @@ class InlinePrimitives:
                         func, culprits or (consumer,), func_name=func_name)
 
         scope = _scope_of(idx, realize, fail)
-        if consumer.init is not None or any(iv.iter_type != "spatial" for iv in consumer.iter_vars):
+        if not is_spatial(consumer):
             fail(errors.NotCompleteBlockError,
                  "it is a reduction block; only a complete block can be inlined")
         store = _single_store(consumer, fail)
@@ -174,7 +174,7 @@ class InlinePrimitives:
                  *[p.block for p in producers])
         producer_realize = producers[0]
         producer = producer_realize.block
-        if producer.init is not None or any(iv.iter_type != "spatial" for iv in producer.iter_vars):
+        if not is_spatial(producer):
             fail(errors.NotCompleteBlockError,
                  f'its producer "{producer.name_hint}" is a reduction block (it has T.init and '
                  "reduce iterators), whose value is only final after the last reduction step; only "

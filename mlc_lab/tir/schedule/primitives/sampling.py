@@ -9,8 +9,7 @@ from .. import errors
 from ... import stmt as S
 from ..instruction import instruction
 from ..rv import BlockRV, LoopRV, SampledInt
-from ...stmt_functor import uses_var
-from .scope import all_blocks_under, const_int
+from .scope import all_blocks_under, const_int, fed_iter_types
 
 
 class SamplingPrimitives:
@@ -227,11 +226,7 @@ class SamplingPrimitives:
 def _loop_iter_type(loop: S.For) -> str:
     """'spatial' when the loop only feeds spatial iterators of the blocks under it, 'reduce'
     when only reduce iterators, 'opaque' when both."""
-    kinds = set()
-    for realize in all_blocks_under(loop):
-        for iv, value in zip(realize.block.iter_vars, realize.iter_values):
-            if uses_var(value, loop.loop_var):
-                kinds.add("spatial" if iv.iter_type == "spatial" else "reduce")
+    kinds = fed_iter_types(loop.loop_var, all_blocks_under(loop))
     if kinds <= {"spatial"}:
         return "spatial"
     return "reduce" if kinds == {"reduce"} else "opaque"

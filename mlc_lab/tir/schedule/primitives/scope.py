@@ -1,5 +1,6 @@
 """Helpers shared by schedule primitives: substitution that keeps block bindings simple, loop
-ranges, block classification."""
+ranges, block classification. The block and loop predicates here are the ones every schedule
+decides by (``tir.schedule.policy.blocks`` offers them to the rules)."""
 from __future__ import annotations
 
 from ....arith import simplify
@@ -48,9 +49,7 @@ def const_int(e):
 def first_loop_feeding_reduction(realize, loops):
     """The first of ``loops`` whose variable appears in a binding of one of the block's reduce
     iterators, or None."""
-    reduce_values = [v for iv, v in zip(realize.block.iter_vars, realize.iter_values)
-                     if iv.iter_type != "spatial"]
-    return next((lp for lp in loops if any(uses_var(v, lp.loop_var) for v in reduce_values)), None)
+    return next((lp for lp in loops if "reduce" in fed_iter_types(lp.loop_var, [realize])), None)
 
 
 def add_predicate(stmt, condition_of):
@@ -79,8 +78,21 @@ def writers_in_scope(scope_realize, buffer) -> list:
             if any(w.buffer is buffer for w in r.block.writes)]
 
 
+def is_spatial(block: S.Block) -> bool:
+    """A complete block by its iterators: all spatial, no init (elementwise, broadcast, injective
+    blocks; what the inlining primitives accept)."""
+    return all(iv.iter_type == "spatial" for iv in block.iter_vars) and block.init is None
+
+
+def is_reduction(block: S.Block) -> bool:
+    """The block has a reduce iterator (with or without an init)."""
+    return any(iv.iter_type == "reduce" for iv in block.iter_vars)
+
+
 def is_reduction_block(block: S.Block) -> bool:
-    return block.init is not None and any(iv.iter_type == "reduce" for iv in block.iter_vars)
+    """A reduction block: reduce iterators and a T.init (what decompose_reduction and rfactor
+    take)."""
+    return block.init is not None and is_reduction(block)
 
 
 def dataflow_violation(realize, scope_realize) -> tuple[type, str] | None:
@@ -113,12 +125,25 @@ def dataflow_violation(realize, scope_realize) -> tuple[type, str] | None:
     return None
 
 
+def fed_iter_types(loop_var, realizes) -> set[str]:
+    """The kinds ("spatial", "reduce") of the block iterators of ``realizes`` whose bindings use
+    ``loop_var``."""
+    return {"spatial" if iv.iter_type == "spatial" else "reduce"
+            for realize in realizes
+            for iv, value in zip(realize.block.iter_vars, realize.iter_values)
+            if uses_var(value, loop_var)}
+
+
+def feeds_only_spatial(loop: S.For) -> bool:
+    """Whether every block under ``loop`` uses its variable only in spatial iterators (running the
+    loop's iterations apart, on cores or GPU threads, carries no reduction)."""
+    return fed_iter_types(loop.loop_var, all_blocks_under(loop)) <= {"spatial"}
+
+
 def loop_iter_type(loop_var, realize) -> str | None:
     """What ``loop_var`` feeds in the bindings of ``realize``: "spatial", "reduce", "mixed" (both
     kinds of iterator, as after fusing a spatial loop with a reduce loop), or None (neither)."""
-    kinds = {"spatial" if iv.iter_type == "spatial" else "reduce"
-             for iv, value in zip(realize.block.iter_vars, realize.iter_values)
-             if uses_var(value, loop_var)}
+    kinds = fed_iter_types(loop_var, [realize])
     return None if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"
 
 
