@@ -1,4 +1,5 @@
 """GPU lowering: kernels, launch dimensions, shared/local allocations, barriers and the GPU rules."""
+import numpy as np
 import pytest
 
 import mlc_lab
@@ -181,3 +182,36 @@ def test_the_gpu_passes_are_named_passes_of_the_lowering_pipeline():
         with pytest.raises(ValueError, match="split_host_device cannot be disabled"):
             mlc_lab.build(gs.vector_add(256).mod, target="cuda-sim")
 
+
+@T.prim_func
+def row_sum(A: T.Buffer((8, 64), "float32"), B: T.Buffer((8,), "float32")):
+    for i, k in T.grid(8, 64):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+def test_a_store_outside_the_thread_loops_is_made_by_one_thread():
+    """Partial sums in shared memory, one per thread, then the write-back under the block loop
+    only: every thread of the block would run B[i] = B[i] + B_rf[k] and the updates would race.
+    The interpreter runs it once per block; so does the kernel, on thread 0."""
+    sch = tir.Schedule(row_sum)
+    _, k = sch.get_loops(sch.get_block("B"))
+    _, k1 = sch.split(k, [None, 32])
+    rf = sch.rfactor(k1, 0)
+    i, k0, k1 = sch.get_loops(rf)
+    sch.reorder(k1, k0)
+    sch.bind(i, "blockIdx.x")
+    sch.bind(k1, "threadIdx.x")
+    sch.set_scope(rf, 0, "shared")
+    sch.reverse_compute_at(sch.get_block("B"), i)
+    source = mlc_lab.build(sch.mod, target="cuda-sim").get_source()
+    write_back = source[source.index("for (int ax0"):]
+    assert write_back.count("if ((int)threadIdx.x == 0) {") == 2, write_back  # init and update
+    assert "B_rf[(int)threadIdx.x] = 0.0f" in source    # per-thread stores stay unguarded
+    a = np.random.default_rng(0).random((8, 64), dtype=np.float32)
+    b = np.zeros(8, "float32")
+    mlc_lab.build(sch.mod, target="cuda-sim")(a, b)
+    np.testing.assert_allclose(b, a.sum(1), rtol=1e-5)

@@ -240,5 +240,23 @@ def and_all(conditions) -> Any:
     return out
 
 
-__all__ = ["Substitute", "and_all", "conjuncts", "free_buffers", "free_vars", "loads_in", "post_order_visit", "stores_in",
+class StmtReplacer(StmtExprMutator):
+    """Replaces statements by identity (``{id(old): new}``); expressions are left alone."""
+
+    def __init__(self, replacements: dict):
+        super().__init__()
+        self.replacements = replacements
+
+    def visit(self, node):
+        if id(node) in self.replacements:
+            return self.replacements[id(node)]
+        return super().visit(node)
+
+    def generic_visit(self, node):
+        if not isinstance(node, (S.Stmt, S.Block)):
+            return node
+        return super().generic_visit(node)
+
+
+__all__ = ["StmtReplacer", "Substitute", "and_all", "conjuncts", "free_buffers", "free_vars", "loads_in", "post_order_visit", "stores_in",
            "substitute", "uses_var"]

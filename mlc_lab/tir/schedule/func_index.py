@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from .. import stmt as S
-from ..functor import StmtExprMutator, StmtExprVisitor
+from ..functor import StmtExprVisitor
+from ..stmt_functor import StmtReplacer
 
 
 class _PathFinder(StmtExprVisitor):
@@ -108,24 +109,6 @@ def child_blocks(stmt) -> list:
     else:
         collector.visit(stmt)
     return collector.found
-
-
-class StmtReplacer(StmtExprMutator):
-    """Replaces statements by identity (``{id(old): new}``); expressions are left alone."""
-
-    def __init__(self, replacements: dict):
-        super().__init__()
-        self.replacements = replacements
-
-    def visit(self, node):
-        if id(node) in self.replacements:
-            return self.replacements[id(node)]
-        return super().visit(node)
-
-    def generic_visit(self, node):
-        if not isinstance(node, (S.Stmt, S.Block)):
-            return node
-        return super().generic_visit(node)
 
 
 def replace_stmts(func, replacements: dict):

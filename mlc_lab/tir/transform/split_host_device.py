@@ -30,7 +30,7 @@ from .. import expr as E
 from .. import stmt as S
 from ..buffer import Buffer
 from ..function import PrimFunc
-from ..stmt_functor import free_buffers, free_vars, substitute, uses_var
+from ..stmt_functor import StmtReplacer, and_all, free_buffers, free_vars, substitute, uses_var
 from .inject_sync import inject_sync
 
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -159,6 +159,7 @@ class _KernelBuilder:
         self.vars = {tag: E.Var(tag, "int32") for tag in TAGS}
         self.extents: dict[str, tuple] = {}   # tag -> (extent, the first loop bound to it)
         self.shared, self.local = [], []
+        self.stores: list = []                # (store to global/shared, thread tags around it)
 
     def visit(self, stmt, bound: dict):
         """``stmt`` without thread loops; ``bound`` maps tags to the enclosing loops bound to them."""
@@ -177,7 +178,23 @@ class _KernelBuilder:
         if isinstance(stmt, S.Allocate):
             self.allocation(stmt)
             return S.Allocate(stmt.buffer, self.visit(stmt.body, bound))
+        if isinstance(stmt, S.BufferStore) and not _per_thread(stmt.buffer):
+            self.stores.append((stmt, {t for t in bound if t in THREAD_TAGS}))
         return stmt
+
+    def one_thread_stores(self, body):
+        """``body`` with each store to global or shared memory that sits outside some of the
+        kernel's thread loops made by one thread: every thread of the block would run it, and
+        stores such as a reduction's ``B[i] = B[i] + x`` would race. The interpreter runs such a
+        store once per block, so the kernel does too (thread index 0 on the axes it is outside)."""
+        launched = [t for t in THREAD_TAGS if t in self.extents]
+        guards = {}
+        for store, inside in self.stores:
+            missing = [t for t in launched if t not in inside]
+            if missing:
+                cond = and_all([E.EQ(self.vars[t], E.const(0, "int32")) for t in missing])
+                guards[id(store)] = S.IfThenElse(cond, store, None)
+        return StmtReplacer(guards).visit(body) if guards else body
 
     def root(self, stmt):
         """The kernel's statement: its root thread loop, under the allocations moved into it."""
@@ -243,7 +260,7 @@ class _KernelBuilder:
 
 def _make_kernel(func: PrimFunc, name: str, root: S.For, scratch: list) -> Kernel:
     builder = _KernelBuilder(func, name)
-    body = builder.root(root)
+    body = builder.one_thread_stores(builder.root(root))
     used_buffers = {id(b) for b in free_buffers(body)}
     used_vars = {id(v) for v in free_vars(body, buffer_shapes=True)}
     params = [p for p in func.params
@@ -281,6 +298,10 @@ def check_limits(kernel: Kernel, target, func: PrimFunc | None = None) -> None:
 def uses_thread_index(node, kernel: Kernel) -> bool:
     """Whether ``node`` depends on a threadIdx of ``kernel`` (differs between threads of a block)."""
     return uses_var(node, [kernel.thread_vars[t] for t in THREAD_TAGS if t in kernel.thread_vars])
+
+
+def _per_thread(buffer: Buffer) -> bool:
+    return buffer.scope.startswith("local") or buffer.scope == "warp"
 
 
 def _size(buffer: Buffer) -> int:
