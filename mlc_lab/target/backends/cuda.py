@@ -9,7 +9,7 @@ and load functions that launch the kernels on a GPU or on the cuda-sim simulator
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..backend import Backend, Capabilities, register_backend
 
@@ -72,18 +72,14 @@ class CUDABackend(Backend):
 
 class CUDASimBackend(CUDABackend):
     kind = "cuda-sim"
-    capabilities = Capabilities(device_type="cpu", supports_vector=True, vector_lanes=(2, 4),
-                                supports_thread_binding=True, max_threads_per_block=1024,
-                                gpu=True, dialect="cuda")
+    capabilities = replace(CUDABackend.capabilities, device_type="cpu")   # runs on this CPU
     simulate_only = True
 
 
 class OpenCLBackend(CUDABackend):
     """Target "opencl": the same kernels as OpenCL C, source only (no OpenCL runtime)."""
     kind = "opencl"
-    capabilities = Capabilities(device_type="opencl", supports_vector=True, vector_lanes=(2, 4),
-                                supports_thread_binding=True, max_threads_per_block=1024,
-                                gpu=True, dialect="opencl")
+    capabilities = replace(CUDABackend.capabilities, device_type="opencl", dialect="opencl")
 
     def render(self, functions, target=None) -> str:
         from ...codegen.opencl import render_opencl
