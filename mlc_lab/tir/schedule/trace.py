@@ -110,6 +110,11 @@ class Trace:
         defined: set = set()
         return Trace([_instruction_from_json(d, index, defined) for index, d in enumerate(obj)])
 
+    @staticmethod
+    def apply_json_to_schedule(obj, sch):
+        """Replay the trace saved as ``obj`` (``as_json`` output or its text) on ``sch``."""
+        return Trace.from_json(obj).apply_to_schedule(sch)
+
     # -- replay ----------------------------------------------------------------------------
     def apply_to_schedule(self, sch, remove_postproc: bool = False, decisions: dict | None = None):
         """Replay every instruction on ``sch``; ``decisions`` maps instruction index -> a new
