@@ -19,11 +19,32 @@ def squares_sum(A: T.Buffer((16,), "float32"), B: T.Buffer((1,), "float32")):
 
 
 @T.prim_func
-def gather(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
-    for i in range(8):
+def squares_row_sum(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32")):
+    for i, k in T.grid(8, 5):
         with T.block("B"):
-            vi = T.axis.spatial(64, i * i)
-            B[vi] = A[vi] + T.float32(1)
+            vi = T.axis.spatial(8, i)
+            vk = T.axis.reduce(16, T.floordiv(k * k, 2))
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+@T.prim_func
+def strided(A: T.Buffer((8, 128), "float32"), B: T.Buffer((8, 128), "float32")):
+    for i, l in T.grid(8, 8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            vl = T.axis.spatial(128, l * 16)
+            B[vi, vl] = A[vi, vl]
+
+
+@T.prim_func
+def masked(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8, 16), "float32")):
+    for i, j in T.grid(8, 16):
+        with T.block("B"):
+            T.where(i * 16 + j < 100)
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj]
 
 
 @T.prim_func
@@ -47,16 +68,45 @@ def test_rfactor_needs_quasi_affine_bindings():
     """vk = (k * k) // 2 visits vk = 0 twice: regrouping by k would change the sum."""
     sch = tir.Schedule(squares_sum)
     (k,) = sch.get_loops(sch.get_block("B"))
-    unchanged_after(sch, lambda: sch.rfactor(k, 0), errors.NotAffineBindingError, 'block "B" binds vk',
-                    "quasi-affine")
+    unchanged_after(sch, lambda: sch.rfactor(k, 0), errors.NotAffineBindingError,
+                    "vk = k * k // 2 is not quasi-affine")
     assert issubclass(errors.NotAffineBindingError, errors.RFactorError)
 
 
 @pytest.mark.parametrize("kind", ["parallel", "vectorize"])
-def test_parallel_and_vectorize_need_quasi_affine_bindings(kind):
-    sch = tir.Schedule(gather)
-    (i,) = sch.get_loops(sch.get_block("B"))
-    unchanged_after(sch, lambda: getattr(sch, kind)(i), errors.NotAffineBindingError, "binds vi to i * i")
+def test_loops_over_a_reduction_need_affine_bindings(kind):
+    """Loop i feeds only the spatial vi, but the block reduces over vk = (k * k) // 2: not a
+    reduction block in the reference compiler's sense, so i is not parallelised."""
+    sch = tir.Schedule(squares_row_sum)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    unchanged_after(sch, lambda: getattr(sch, kind)(i), errors.NotAffineBindingError,
+                    'reduction block "B" under loop i', "vk = k * k // 2 is not quasi-affine")
+
+
+@T.prim_func
+def parallel_row_sum(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        for k in T.parallel(16):
+            with T.block("B"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vi, vk]
+
+
+def test_rfactor_needs_serial_reduction_loops():
+    sch = tir.Schedule(parallel_row_sum)
+    _, k = sch.get_loops(sch.get_block("B"))
+    unchanged_after(sch, lambda: sch.rfactor(k, 0), errors.NotSerialLoopError, "loop k", "is parallel, not serial")
+
+
+@pytest.mark.parametrize("loops, why", [(("l", "i"), "vl = l * 16 skips values"),
+                                        (("j", "i"), "bounds none of its bindings")])
+def test_reorder_needs_affine_bindings(loops, why):
+    func = strided if loops[0] == "l" else masked
+    sch = tir.Schedule(func)
+    named = dict(zip(("i", loops[0]), sch.get_loops(sch.get_block("B"))))
+    unchanged_after(sch, lambda: sch.reorder(named[loops[0]], named["i"]), errors.NotAffineBindingError, why)
 
 
 def test_parallel_accepts_split_and_fused_bindings():
@@ -157,3 +207,26 @@ def test_cache_read_needs_a_single_writer():
     sch = tir.Schedule(two_writers)
     unchanged_after(sch, lambda: sch.cache_read(sch.get_block("C"), 0, "shared"), errors.NotSingleWriterError,
                     "buffer B is written by 'B_low', 'B_high'")
+
+
+@T.prim_func
+def half_written(A: T.Buffer((8, 8), "float32"), D: T.Buffer((16,), "float32")):
+    C = T.alloc_buffer((16,))
+    for i, k in T.grid(8, 8):
+        with T.block("C"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                C[vi] = T.float32(0)
+            C[vi] = C[vi] + A[vi, vk]
+    for i in range(16):
+        with T.block("D"):
+            vi = T.axis.spatial(16, i)
+            D[vi] = C[vi]
+
+
+def test_rfactor_needs_a_stage_pipeline():
+    """C writes 8 of the 16 elements D reads."""
+    sch = tir.Schedule(half_written)
+    _, k = sch.get_loops(sch.get_block("C"))
+    unchanged_after(sch, lambda: sch.rfactor(k, 0), errors.NotStagePipelineError,
+                    'block "D" reads more of buffer C than block "C" writes')

@@ -149,10 +149,11 @@ class NestedParallelError(WrongLoopKindError):
     """A parallel loop would enclose or sit inside another parallel loop."""
 
 
-class NotAffineBindingError(RFactorError, WrongLoopKindError):
-    """rfactor/parallel/vectorize/bind: a block under the loop binds an iterator to an expression
-    that is not quasi-affine in its loops (a sum of constant multiples of loop variables and of
-    their ``// c`` and ``% c``), so its iterations cannot be regrouped or run side by side."""
+class NotAffineBindingError(RFactorError, WrongLoopKindError, LoopsNotChainError):
+    """rfactor/parallel/vectorize/bind/reorder: a block under the loops binds an iterator to an
+    expression that is not affine in them (a dense sum of constant multiples of loop variables
+    and of their ``// c`` and ``% c``), or its T.where bounds none of its bindings, so its
+    iterations cannot be regrouped, reordered or run side by side."""
 
 
 class NotCompactDataflowError(ScheduleError):
@@ -367,6 +368,15 @@ class NotSingleReduceIterError(RFactorError):
 class ReducerNotRecognizedError(RFactorError):
     """rfactor: the block is not ``x = x op e`` (op one of +, *, max, min) with op's identity as
     init."""
+
+
+class NotStagePipelineError(RFactorError):
+    """rfactor: a block of the scope reads a part of the reduction's output that the reduction
+    does not write (the scope is not a stage pipeline)."""
+
+
+class NotSerialLoopError(RFactorError):
+    """rfactor: a loop feeding the reduction is parallel, vectorized or bound to a thread."""
 
 
 class PredicateNotFactorableError(RFactorError):

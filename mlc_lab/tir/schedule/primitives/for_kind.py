@@ -5,7 +5,7 @@ from .. import errors
 from ... import stmt as S
 from ..instruction import instruction
 from ...stmt_functor import uses_var
-from .injective import quasi_affine
+from .injective import affine_problem
 from .scope import all_blocks_under, const_int, dataflow_violation
 
 
@@ -41,14 +41,17 @@ class ForKindPrimitives:
                     primitive, f"{problem[1]}; the dataflow under loop {node.loop_var.name} must be "
                     "compact (apply this primitive before decompose_reduction or cache_write "
                     "splits the writers)", func, [node, realize.block])
-            loops = index.loops_above(realize)
+            # a reduction block must be affine in its loops (the reference compiler's
+            # "reduction block" rule); a spatial one may bind anything
+            reduces = any(iv.iter_type != "spatial" for iv in realize.block.iter_vars)
+            problem = affine_problem(realize, index.loops_above(realize)) if reduces else None
+            if problem is not None:
+                raise errors.NotAffineBindingError(
+                    primitive, f'reduction block "{realize.block.name_hint}" under loop '
+                    f"{node.loop_var.name} has bindings that are not affine in its loops ({problem}); "
+                    "its iterations run side by side could update one element at once",
+                    func, [node, realize.block])
             for iv, value in zip(realize.block.iter_vars, realize.iter_values):
-                if uses_var(value, node.loop_var) and not quasi_affine(value, loops):
-                    raise errors.NotAffineBindingError(
-                        primitive, f'block "{realize.block.name_hint}" binds {iv.var.name} to '
-                        f"{value}, which is not quasi-affine in its loops; iterations of loop "
-                        f"{node.loop_var.name} could then meet at one iterator point and race",
-                        func, [node, realize.block])
                 if iv.iter_type != "spatial" and uses_var(value, node.loop_var):
                     raise errors.WrongBlockIterTypeError(
                         primitive, f"loop {node.loop_var.name} is bound to the reduce iterator "

@@ -12,7 +12,7 @@ import numpy as np
 from ....arith.simplify import linear_form
 from ....ir import hooks
 from ... import expr as E
-from ...stmt_functor import uses_var
+from ...stmt_functor import conjuncts, uses_var
 from .scope import const_int
 
 # Nests with more iterations than this are judged by their structure alone.
@@ -78,10 +78,76 @@ def quasi_affine(value, loops) -> bool:
     return True
 
 
-def first_non_affine_binding(realize, loops):
-    """The first iterator of ``realize`` whose binding is not quasi-affine in ``loops``, or None."""
-    return next((iv for iv, value in zip(realize.block.iter_vars, realize.iter_values)
-                 if not quasi_affine(value, loops)), None)
+def affine_problem(realize, loops) -> str | None:
+    """Why the bindings of ``realize`` are not affine in ``loops`` as the reference compiler
+    requires before reordering or parallelising them (None when they are): each binding must be
+    quasi-affine and dense in those loops (its loop terms a mixed radix starting at 1, as split
+    and fuse make them: ``i_0 * 4 + i_1``, not ``l * 16``), and each condition of its T.where
+    that uses them must bound one of the bindings or a part of one (``i_0 * 4 + i_1 < 10``)."""
+    bounds = [(linear_form(c.a), const_int(c.b)) for c in conjuncts(realize.predicate)
+              if isinstance(c, E.LT) and const_int(c.b) is not None]
+    for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+        if not quasi_affine(value, loops):
+            return f"{iv.var.name} = {value} is not quasi-affine"
+        if not _dense(value, loops, bounds):
+            return f"{iv.var.name} = {value} skips values (a multiple of a loop is not dense)"
+    for cond in conjuncts(realize.predicate):
+        if isinstance(cond, E.IntImm) or not any(uses_var(cond, lp.loop_var) for lp in loops):
+            continue
+        bounded = cond.a if isinstance(cond, (E.LT, E.LE)) else cond.b if isinstance(cond, (E.GT, E.GE)) else None
+        if bounded is None or not any(_part_of(bounded, part) for v in realize.iter_values
+                                      for part in _sums_in(v)):
+            return f"the condition {cond} of its T.where bounds none of its bindings"
+    return None
+
+
+def _dense(value, loops, bounds=()) -> bool:
+    """The loop terms of ``value`` form a mixed radix from 1 up. A T.where bound ``s < c`` on a
+    part ``s`` of them (as a split that does not divide makes) counts as one digit of size c."""
+    ours = {id(lp.loop_var): lp for lp in loops}
+    terms = {}
+    for key, (atom, coef) in linear_form(value).terms.items():
+        if not any(uses_var(atom, lp.loop_var) for lp in loops):
+            continue
+        digit = _digit(atom, ours)
+        if digit is None:
+            return True          # a // or % of a sum (a fused loop split again): not judged here
+        loop_id, d, m = digit
+        extent = const_int(ours[loop_id].extent)
+        size = None if extent is None else -(-extent // d) if m is None else min(m, -(-extent // d))
+        terms[key] = (abs(coef), size)
+    for lin, limit in sorted(bounds, key=lambda b: -len(b[0].terms)):
+        part = {key: coef for key, (_, coef) in lin.terms.items()}
+        if len(part) > 1 and all(key in terms and terms[key][0] == abs(c) for key, c in part.items()):
+            low = min(terms[key][0] for key in part)
+            for key in part:
+                del terms[key]
+            terms[tuple(part)] = (low, -(-(limit - lin.const) // low))
+    expected = 1
+    for coef, size in sorted(terms.values(), key=lambda t: t[0]):
+        if size == 1:
+            continue
+        if coef != expected:
+            return False
+        if size is None:
+            return True
+        expected = coef * size
+    return True
+
+
+def _sums_in(value) -> list:
+    """``value`` and the dividends of the ``//`` and ``%`` inside it."""
+    out = [value]
+    for atom, _ in linear_form(value).terms.values():
+        if isinstance(atom, (E.FloorDiv, E.FloorMod)):
+            out += _sums_in(atom.a)
+    return out
+
+
+def _part_of(a, b) -> bool:
+    """The terms of ``a`` are terms of ``b`` (``k_1 * 2 + k_2`` of ``k_0 * 4 + k_1 * 2 + k_2``)."""
+    lb = {k: c for k, (_, c) in linear_form(b).terms.items()}
+    return all(lb.get(k) == c for k, (_, c) in linear_form(a).terms.items())
 
 
 def _affine_injective(realize, loops) -> bool:

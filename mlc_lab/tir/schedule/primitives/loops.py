@@ -9,6 +9,7 @@ from ... import expr as E
 from ... import stmt as S
 from ..instruction import instruction
 from ...stmt_functor import uses_var
+from .injective import affine_problem
 from .scope import (add_predicate, all_blocks_under, const_int, mixed_loop_of_reduction,
                      substitute_and_simplify)
 
@@ -253,6 +254,13 @@ class LoopPrimitives:
         moved = [c for k, c in enumerate(chain)   # loops with other loops before them than before
                  if {id(x) for x in chain[:k]} != {id(x) for x in new_chain[:_position(new_chain, c)]}]
         for realize in all_blocks_under(deepest):
+            below_top = [lp for lp in index.loops_above(realize)
+                         if any(a is top for a in index.path(lp)) or lp is top]
+            problem = affine_problem(realize, below_top)
+            if problem is not None:
+                raise errors.NotAffineBindingError(
+                    "reorder", f'block "{realize.block.name_hint}" has bindings that are not affine in '
+                    f"the loops to reorder ({problem})", func, [top, realize.block])
             mixed = mixed_loop_of_reduction(moved, realize)
             if mixed is not None:
                 raise errors.MixedIterTypeLoopError(

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ....arith import can_prove
 from ....ir import structural_equal
 from ...analysis import block_access_regions
 from ... import dtype as dt
@@ -16,10 +17,10 @@ from ...stmt_functor import and_all, conjuncts, free_vars, substitute, uses_var
 from .. import errors
 from ..func_index import child_blocks
 from .cache import unique_block_name
-from .injective import first_non_affine_binding
+from .injective import affine_problem
 from .scope import (first_loop_feeding_reduction, is_reduction_block, loop_iter_type,
                      mixed_loop_of_reduction, substitute_and_simplify)
-from .region import constant_on_right, satisfiable_over
+from .region import constant_on_right, relax_region, satisfiable_over
 
 
 @dataclass
@@ -64,13 +65,27 @@ class RFactorSite:
                 "that feeds exactly one reduce iterator", func, [loop_node, blk])
         store, combine = _match_reducer(blk, func, primitive)
         loops = index.loops_above(realize)
-        bad = first_non_affine_binding(realize, loops)
-        if bad is not None:
+        problem = affine_problem(realize, loops)
+        if problem is not None:
             raise errors.NotAffineBindingError(
-                primitive, f'block "{blk.name_hint}" binds {bad.var.name} to an expression that is not '
-                "quasi-affine in its loops; rfactor regroups the iterations by loop, which only "
-                "keeps the reduction when each binding is a sum of multiples of loop variables "
-                "(and their // c, % c)", func, [blk])
+                primitive, f'block "{blk.name_hint}" has bindings that are not affine in its loops '
+                f"({problem}); rfactor regroups the iterations by loop, which only keeps the "
+                "reduction when each binding is a dense sum of multiples of loop variables (and "
+                "their // c, % c)", func, [blk])
+        parallel = next((lp for lp in loops if lp.kind != "serial"
+                         and loop_iter_type(lp.loop_var, realize) == "reduce"), None)
+        if parallel is not None:
+            raise errors.NotSerialLoopError(
+                primitive, f"loop {parallel.loop_var.name} feeds a reduce iterator of block "
+                f'"{blk.name_hint}" but is {parallel.kind}, not serial; rfactor needs the reduction '
+                "loops serial", func, [parallel])
+        uncovered = _uncovered_reader(index, realize, store.buffer)
+        if uncovered is not None:
+            raise errors.NotStagePipelineError(
+                primitive, f'block "{uncovered.block.name_hint}" reads more of buffer '
+                f'{store.buffer.name} than block "{blk.name_hint}" writes: the scope is not a stage '
+                "pipeline (each read covered by what the writers produce), which rfactor needs",
+                func, [blk, uncovered.block])
         mixed = mixed_loop_of_reduction(loops, realize)
         if mixed is not None:
             raise errors.MixedIterTypeLoopError(
@@ -98,6 +113,25 @@ class RFactorSite:
                 f"most one of them on the loops other than {lname})", func, [blk])
         return RFactorSite(loop_node, index, realize, touched[0][0], store, combine, loops,
                             top_pos, factor_axis % (ndim + 1))
+
+
+def _uncovered_reader(index, writer, buffer):
+    """A block of ``writer``'s scope that reads a part of ``buffer`` (over all its loops there)
+    that ``writer`` does not write, if it can be shown; else None."""
+    def extent_of(realize, writes):
+        binding = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
+        relaxed = {lp.loop_var: S.Range(lp.min, lp.extent) for lp in index.loops_above(realize)}
+        return [relax_region(r, relaxed, {}, binding, [realize.predicate])
+                for r in (realize.block.writes if writes else realize.block.reads) if r.buffer is buffer]
+    (written,) = extent_of(writer, True) or [None]
+    if written is None or None in written:
+        return None
+    for reader in index.consumers(writer):
+        for read in extent_of(reader, False):
+            if any(r is not None and (can_prove(r.lo < w.lo) or can_prove(r.hi > w.hi))
+                   for r, w in zip(read, written)):
+                return reader
+    return None
 
 
 def rf_block(site: RFactorSite, rf_buffer) -> S.BlockRealize:
