@@ -215,3 +215,33 @@ def test_a_store_outside_the_thread_loops_is_made_by_one_thread():
     b = np.zeros(8, "float32")
     mlc_lab.build(sch.mod, target="cuda-sim")(a, b)
     np.testing.assert_allclose(b, a.sum(1), rtol=1e-5)
+
+
+@T.prim_func
+def copy_then_use(A: T.Buffer((4, 6), "float32"), B: T.Buffer((8, 4), "float32")):
+    A_shared = T.alloc_buffer((4, 6), scope="shared")
+    for j in T.thread_binding(8, thread="threadIdx.x"):
+        for i, k in T.grid(4, 6):
+            with T.block("A_shared"):
+                vi, vk = T.axis.remap("SS", [i, k])
+                A_shared[vi, vk] = A[vi, vk]
+        for i in range(4):
+            with T.block("B"):
+                vj, vi = T.axis.remap("SS", [j, i])
+                B[vj, vi] = A_shared[vi, 0] + A_shared[vi, 5] + T.Cast("float32", vj)
+        if j == 3:
+            B[3, 0] = A[0, 0]     # thread 3's own row: no other thread writes it
+
+
+def test_a_copy_every_thread_would_repeat_is_made_once_and_chosen_threads_keep_theirs():
+    """Inside the thread loop, the copy into A_shared does not depend on the thread: every
+    thread would write each element at once (a race the simulator reports). Thread 0 makes it;
+    the store that an if gives to thread 3 stays with thread 3."""
+    source = mlc_lab.build(copy_then_use, target="cuda-sim").get_source()
+    assert "if ((int)threadIdx.x == 0) {\n" in source and "A_shared[" in source.split("threadIdx.x == 0")[1]
+    assert "((int)threadIdx.x == 3)" in source and source.count("threadIdx.x == 0") == 1
+    a, b = np.random.default_rng(1).random((4, 6), dtype=np.float32), np.zeros((8, 4), "float32")
+    mlc_lab.build(copy_then_use, target="cuda-sim")(a, b)
+    expected = a[:, 0] + a[:, 5] + np.arange(8, dtype="float32")[:, None]
+    expected[3, 0] = a[0, 0]
+    np.testing.assert_allclose(b, expected, rtol=1e-6)

@@ -30,7 +30,7 @@ from .. import expr as E
 from .. import stmt as S
 from ..buffer import Buffer
 from ..function import PrimFunc
-from ..stmt_functor import StmtReplacer, and_all, free_buffers, free_vars, substitute, uses_var
+from ..stmt_functor import StmtReplacer, and_all, free_buffers, free_vars, loads_in, substitute, uses_var
 from .inject_sync import inject_sync
 
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -160,6 +160,8 @@ class _KernelBuilder:
         self.extents: dict[str, tuple] = {}   # tag -> (extent, the first loop bound to it)
         self.shared, self.local = [], []
         self.stores: list = []                # (store to global/shared, thread tags around it)
+        self.defined: list = []               # (let or loop variable, what its value depends on)
+        self.conditions: list = []            # the conditions of the ifs around the statement visited
 
     def visit(self, stmt, bound: dict):
         """``stmt`` without thread loops; ``bound`` maps tags to the enclosing loops bound to them."""
@@ -168,33 +170,51 @@ class _KernelBuilder:
         if isinstance(stmt, S.SeqStmt):
             return S.SeqStmt(tuple(self.visit(s, bound) for s in stmt.seq))
         if isinstance(stmt, S.For):
+            self.defined.append((stmt.loop_var, stmt.min + stmt.extent))
             return S.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, self.visit(stmt.body, bound),
                          stmt.thread_binding, stmt.annotations)
         if isinstance(stmt, S.IfThenElse):
+            self.conditions.append(stmt.condition)
             other = self.visit(stmt.else_case, bound) if stmt.else_case is not None else None
-            return S.IfThenElse(stmt.condition, self.visit(stmt.then_case, bound), other)
+            then = self.visit(stmt.then_case, bound)
+            self.conditions.pop()
+            return S.IfThenElse(stmt.condition, then, other)
         if isinstance(stmt, S.LetStmt):
+            self.defined.append((stmt.var, stmt.value))
             return S.LetStmt(stmt.var, stmt.value, self.visit(stmt.body, bound))
         if isinstance(stmt, S.Allocate):
             self.allocation(stmt)
             return S.Allocate(stmt.buffer, self.visit(stmt.body, bound))
         if isinstance(stmt, S.BufferStore) and not _per_thread(stmt.buffer):
-            self.stores.append((stmt, {t for t in bound if t in THREAD_TAGS}))
+            self.stores.append((stmt, {t for t in bound if t in THREAD_TAGS}, tuple(self.conditions)))
         return stmt
 
     def one_thread_stores(self, body):
-        """``body`` with each store to global or shared memory that sits outside some of the
-        kernel's thread loops made by one thread: every thread of the block would run it, and
-        stores such as a reduction's ``B[i] = B[i] + x`` would race. The interpreter runs such a
-        store once per block, so the kernel does too (thread index 0 on the axes it is outside)."""
+        """``body`` with each store to global or shared memory that all threads of a block would
+        make alike done by one thread: a store outside some of the kernel's thread loops, or
+        inside one whose index and value do not depend on its thread index (a copy every thread
+        repeats). Made by every thread, the same element is written at once by all, and stores
+        such as a reduction's ``B[i] = B[i] + x`` race. The interpreter runs such a store once
+        (or repeats the same value), so the kernel makes it on thread index 0 of those axes
+        (unless an if around it already chooses the threads of an axis)."""
         launched = [t for t in THREAD_TAGS if t in self.extents]
+        varying = {t: self._depending_on(self.vars[t]) for t in launched}
         guards = {}
-        for store, inside in self.stores:
-            missing = [t for t in launched if t not in inside]
-            if missing:
-                cond = and_all([E.EQ(self.vars[t], E.const(0, "int32")) for t in missing])
+        for store, inside, conditions in self.stores:
+            alike = [t for t in launched if not uses_var(conditions, varying[t])
+                     and (t not in inside or _same_for_every_thread(store, varying[t]))]
+            if alike:
+                cond = and_all([E.EQ(self.vars[t], E.const(0, "int32")) for t in alike])
                 guards[id(store)] = S.IfThenElse(cond, store, None)
         return StmtReplacer(guards).visit(body) if guards else body
+
+    def _depending_on(self, index_var) -> list:
+        """``index_var`` and the let and loop variables whose values depend on it."""
+        found = [index_var]
+        for var, value in self.defined:      # definitions come in program order
+            if uses_var(value, found):
+                found.append(var)
+        return found
 
     def root(self, stmt):
         """The kernel's statement: its root thread loop, under the allocations moved into it."""
@@ -298,6 +318,17 @@ def check_limits(kernel: Kernel, target, func: PrimFunc | None = None) -> None:
 def uses_thread_index(node, kernel: Kernel) -> bool:
     """Whether ``node`` depends on a threadIdx of ``kernel`` (differs between threads of a block)."""
     return uses_var(node, [kernel.thread_vars[t] for t in THREAD_TAGS if t in kernel.thread_vars])
+
+
+def _same_for_every_thread(store: S.BufferStore, varying: list) -> bool:
+    """The store's index and value are the same in every thread of one axis: they use none of
+    ``varying`` and read no per-thread (local) memory; an index read from memory counts as
+    differing."""
+    if uses_var(store.indices, varying) or uses_var(store.value, varying):
+        return False
+    if any(loads_in(i) for i in store.indices):
+        return False
+    return not any(_per_thread(load.buffer) for load in loads_in(store.value))
 
 
 def _per_thread(buffer: Buffer) -> bool:
