@@ -1,7 +1,9 @@
 """Schedules the reference compiler refuses, refused here too: each test is named after its rule,
 checks the error class, that the message names the culprit, and that the function is unchanged."""
+import numpy as np
 import pytest
 
+import mlc_lab
 from mlc_lab import tir
 from mlc_lab.script import tir as T
 from mlc_lab.tir.schedule import errors
@@ -181,7 +183,7 @@ def test_transform_layout_without_pad_value_may_not_pad():
     back as if they held values)."""
     sch = tir.Schedule(copy)
     unchanged_after(sch, lambda: sch.transform_layout(sch.get_block("B"), "B", lambda i, j: (i, j // 3, j % 3)),
-                    errors.TransformationPaddingError, "sends the 128 elements of buffer B to 144 places",
+                    errors.TransformationPaddingError, "sends the 128 elements of parameter B to 144 places",
                     "the 16 others would be padding")
     sch.transform_layout(sch.get_block("B"), "B", lambda i, j: (i, j // 4, j % 4))   # fills (8, 4, 4)
 
@@ -230,3 +232,15 @@ def test_rfactor_needs_a_stage_pipeline():
     _, k = sch.get_loops(sch.get_block("C"))
     unchanged_after(sch, lambda: sch.rfactor(k, 0), errors.NotStagePipelineError,
                     'block "D" reads more of buffer C than block "C" writes')
+
+
+def test_an_allocated_buffer_may_be_padded():
+    """P (12, 20) laid out as (12, 7, 3): one unused place per row, which nothing reads (the
+    classic extra column against bank conflicts is this case)."""
+    sch = tir.Schedule(product_row_sum)
+    sch.transform_layout(sch.get_block("P"), "P", lambda i, j: (i, j // 3, j % 3))
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(-9, 9, (12, 20)).astype("int32") for _ in range(2))
+    r = np.zeros(12, "int32")
+    mlc_lab.build(sch.mod, target="python")(a, b, r)
+    np.testing.assert_array_equal(r, (a * b).sum(1))

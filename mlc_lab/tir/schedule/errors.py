@@ -332,8 +332,8 @@ class NotInjectiveError(LayoutError):
 
 
 class TransformationPaddingError(LayoutError):
-    """transform_layout: the index map leaves places of the new shape that no element reaches
-    (padding), which nothing would write."""
+    """transform_layout: the index map leaves places of a parameter's new shape that no element
+    reaches (padding), which nothing would write and the caller would see."""
 
 
 class BufferHasViewsError(LayoutError):

@@ -33,9 +33,12 @@ class LayoutPrimitives:
         Requires: ``buffer`` is ``("read", n)``/``("write", n)`` (the n-th read/write region of
         ``block``) or the name of a buffer ``block`` accesses; it is a parameter or an
         alloc_buffer without strides; the map takes one argument per dimension, gives
-        non-negative bounded indices, sends different elements to different places and leaves no
-        place of the new shape unused (no padding, as in the reference compiler without
-        ``pad_value``).
+        non-negative bounded indices, sends different elements to different places, and, for a
+        parameter, leaves no place of the new shape unused (no padding, as in the reference
+        compiler without ``pad_value``). A buffer allocated in the function may be padded (the
+        classic extra column against shared-memory bank conflicts: ``r * 33 + c``); the
+        reference compiler asks for ``storage_align`` or ``pad_value`` there, and nothing reads
+        the unused places.
 
         Parameters: block (BlockRV), buffer (tuple or str), index_map (lambda or str).
         Raises (all LayoutError): BufferNotAccessedError, BufferIndexOutOfRangeError,
@@ -127,13 +130,13 @@ def _transform_layout(self, block, buffer, index_map):
             primitive, f"the index map {index_map} sends two elements of buffer {target.name} to "
             "the same place; it must be one-to-one", func, [realize.block])
     new_size = int(np.prod([d.value for d in new_shape])) if reached is not None else None
-    if reached is not None and reached < new_size:
+    if reached is not None and reached < new_size and not _is_allocated(func, target):
         raise errors.TransformationPaddingError(
-            primitive, f"the index map {index_map} sends the {old_size} elements of buffer "
+            primitive, f"the index map {index_map} sends the {old_size} elements of parameter "
             f"{target.name} to {new_size} places of the new shape "
             f"({', '.join(str(d) for d in new_shape)}): the {new_size - reached} others would be "
-            "padding that nothing writes. Choose a map that fills the new shape (split by a factor "
-            "of the extent)", func, [realize.block])
+            "padding that nothing writes, and the caller would see them. Choose a map that fills "
+            "the new shape (split by a factor of the extent)", func, [realize.block])
     new_buffer = target.replace(shape=tuple(new_shape))
     rewriter = _Relayout(target, new_buffer, in_vars, outputs)
     new_func = rewriter.visit(func)
