@@ -5,7 +5,7 @@ from . import arith, frontend, ir, relax, runtime, te, tir, topi
 from . import script  # installs the printer that every IR node prints through (see ir.node)
 from . import meta_schedule, viz  # the top layers: they provide services to lower ones (ir.hooks)
 from .driver import build
-from .ir import IRModule, transform
+from .ir import IRModule, TVMError, transform
 from .runtime import ndarray as nd
 from .runtime.device import Device, cpu, cuda
 from .runtime.device import device
@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 __all__ = ["arith", "frontend", "ir", "meta_schedule", "relax", "runtime", "script", "te", "tir", "topi", "viz",
            "transform", "build", "lower", "IRModule", "nd", "Device", "cpu", "cuda", "register_func",
            "get_global_func"]
-__all__ += ["device"]
+__all__ += ["device", "TVMError"]
 
 
 def __getattr__(name: str):

@@ -549,22 +549,6 @@ def test_let_variables_and_fresh_names_still_bind():
     assert tir.verify(f)
 
 
-def test_error_duplicate_block_names():
-    with pytest.raises(ScriptError) as info:
-        @T.prim_func
-        def f(A: T.Buffer((4,), "float32")):
-            for i in range(4):
-                with T.block("A"):
-                    vi = T.axis.spatial(4, i)
-                    A[vi] = T.float32(0)
-            for i in range(4):
-                with T.block("A"):  # E:duplicate-block
-                    vi = T.axis.spatial(4, i)
-                    A[vi] = T.float32(1)
-    assert "a second block named 'A'" in info.value.message
-    _check_location(info.value, "E:duplicate-block", 'T.block("A")')
-
-
 def test_error_implicit_float_int_mix():
     with pytest.raises(ScriptError) as info:
         @T.prim_func

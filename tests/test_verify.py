@@ -11,6 +11,7 @@ from mlc_lab.tir import (Allocate, Block, BlockRealize, BufferLoad, BufferRegion
                          IntImm, IterVar, LetStmt, PrimFunc, Range, StmtExprMutator,
                          StmtExprVisitor, Var, VerifyError, const, decl_buffer)
 from mlc_lab.tir.stmt import seq
+from mlc_lab.tir.verify import verify_block_names
 
 ATTRS = (("global_symbol", "add_one"), ("tir.noalias", True))
 
@@ -238,13 +239,17 @@ def test_outer_loop_variable_in_block_body():
     assert info.value.node is j and "T.axis" in info.value.rule
 
 
-def test_duplicate_block_names():
+def test_duplicate_block_names_are_well_formed_but_not_schedulable():
     func = add_one()
     loop = func.body.block.body
     twice = func.replace(body=func.body.replace(block=func.body.block.replace(body=seq(loop, loop))))
+    assert tir.verify(twice)            # the IR allows it, as the reference compiler does
     with pytest.raises(VerifyError, match="two blocks are named B") as info:
-        tir.verify(twice)
-    assert "unique" in info.value.rule
+        verify_block_names(twice)       # the schedule, which finds blocks by name, does not
+    assert "unique" in info.value.rule and info.value.node is loop.body.block
+    with pytest.raises(VerifyError, match="two blocks are named B"):
+        tir.Schedule(twice)
+    assert verify_block_names(func)
 
 
 def test_reduce_iterator_in_store_index():

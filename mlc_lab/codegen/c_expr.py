@@ -170,6 +170,8 @@ class ExprPrinter:
             return self.visit_Select(E.Select(*e.args))
         if e.op == "call_extern":
             return f"{e.args[0].value}({', '.join(self.expr(a) for a in e.args[1:])})", PRIMARY
+        if e.op == "likely":   # a hint only: the value is the condition's
+            return self.visit(e.args[0])
         if e.op not in E.INTRINSICS:
             raise CSourceError(f"no C spelling for the intrinsic T.{e.op} ({e})")
         if dt.element_of(e.dtype) == "float16":   # half math goes through float

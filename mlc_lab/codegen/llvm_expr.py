@@ -249,6 +249,8 @@ class ExprEmitter:
             return self._if_then_else(e)
         if e.op == "call_extern":
             return self._call_extern(e)
+        if e.op == "likely":   # a hint only: the value is the condition's
+            return self.expr(e.args[0])
         args = [self.expr(a) for a in e.args]
         if e.op == "abs" and not dt.is_float(e.dtype):
             (x,) = args

@@ -33,7 +33,11 @@ class StmtEmitter:
             self.emit(stmt)
 
     def stmt_Evaluate(self, s) -> None:
-        """Expressions have no side effects in the lowered IR: nothing to emit."""
+        """Expressions have no side effects in the lowered IR: nothing to emit. A ``T.call_extern``
+        is compiled, so that a call made for its effect, which this backend cannot make, is
+        refused rather than dropped."""
+        if getattr(s.value, "op", None) == "call_extern":
+            self.expr(s.value)
 
     def stmt_LetStmt(self, s) -> None:
         self.vars[s.var] = self.expr(s.value)

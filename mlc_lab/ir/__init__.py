@@ -2,6 +2,7 @@
 infrastructure (``ir.transform``, also reachable as ``mlc_lab.transform``)."""
 from . import hooks, transform
 from .diff import diff, show_diff
+from .errors import TVMError
 from .module import GlobalVar, IRModule
 from .node import Node
 from .structural import assert_structural_equal, structural_equal, structural_hash
@@ -16,5 +17,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["diff", "show_diff", "GlobalVar", "IRModule", "Node", "assert_structural_equal", "structural_equal",
-           "structural_hash", "transform"]
+__all__ = ["diff", "show_diff", "GlobalVar", "IRModule", "Node", "TVMError", "assert_structural_equal",
+           "structural_equal", "structural_hash", "transform"]

@@ -57,6 +57,11 @@ class Node(Printable):
         """A copy of this node with some fields changed (nodes are immutable)."""
         return dataclasses.replace(self, **changes)
 
+    def same_as(self, other) -> bool:
+        """Whether ``other`` is this very node (identity, as ``==`` is for nodes; the reference
+        compiler's name for it). ``structural_equal`` compares by content."""
+        return self is other
+
     def __repr__(self) -> str:
         text = self.script()
         return text if "\n" not in text else f"<{type(self).__name__}>\n{text}"

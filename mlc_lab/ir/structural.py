@@ -13,7 +13,7 @@ from .node import Node
 _DEF_FIELDS = {
     "For": ("loop_var",), "IterVar": ("var",), "LetStmt": ("var",), "PrimFunc": ("params",),
     "Block": ("iter_vars", "alloc_buffers", "match_buffers"), "Allocate": ("buffer",),
-    "MatchBufferRegion": ("buffer",),
+    "AllocateConst": ("buffer",), "MatchBufferRegion": ("buffer",),
     "Function": ("params",), "VarBinding": ("var",),
 }
 # Fields that are only names: they never decide equality.

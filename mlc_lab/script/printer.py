@@ -305,6 +305,13 @@ class _Printer(ExprPrinter):
                                        f"{json.dumps(b.dtype)}, {json.dumps(b.scope)})"))
         self.stmt(s.body, indent)
 
+    def stmt_AllocateConst(self, s: S.AllocateConst, indent: int) -> None:
+        b = s.buffer
+        values = ", ".join(repr(v) for v in s.data)
+        self.emit(indent, self.mark(s, f"{self.define(b, b.name)} = T.allocate_const([{values}], "
+                                       f"{json.dumps(b.dtype)}, {self.shape(b.shape)})"))
+        self.stmt(s.body, indent)
+
     def other(self, node) -> str:
         if isinstance(node, S.BufferRegion):
             return strip_marks(self.region(node))

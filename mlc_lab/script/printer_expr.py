@@ -6,6 +6,7 @@ import math
 
 from ..tir import dtype as dt
 from ..tir import expr as E
+from ..tir.buffer import BUFFER_DATA
 
 MARK_OPEN, MARK_CLOSE = "\x01", "\x02"
 
@@ -90,6 +91,8 @@ class ExprPrinter:
             return f"T.Cast({json.dumps(e.dtype)}, {self.expr(e.value)})", P_ATOM
         if isinstance(e, E.BufferLoad):
             return f"{self.name_of(e.buffer)}[{self.indices(e.indices)}]", P_ATOM
+        if isinstance(e, E.Call) and e.op == BUFFER_DATA:
+            return f"{self.name_of(e.args[0].buffer)}.data", P_ATOM
         if isinstance(e, E.Call) and e.op == "call_extern":
             args = ", ".join(self.expr(a) for a in e.args)
             return f"T.call_extern({args}, dtype={json.dumps(e.dtype)})", P_ATOM

@@ -16,6 +16,7 @@ import numpy as np
 from ..ir import hooks as _hooks
 from ..tir import dtype as dt
 from ..tir import expr as E
+from ..tir.buffer import BUFFER_DATA as _BUFFER_DATA
 from ..tir.buffer import Buffer as _Buffer
 from ..tir.buffer import decl_buffer as _decl_buffer
 from ..tir.extern import call_extern as _call_extern
@@ -55,6 +56,21 @@ def _warn_once(option: str, message: str) -> None:
     if option not in _WARNED_OPTIONS:
         _WARNED_OPTIONS.add(option)
         warnings.warn(message, stacklevel=4)
+
+
+def check_elem_offset(elem_offset, name: str) -> None:
+    """``elem_offset=0`` says the buffer starts at the first element of its storage, as every
+    mlc_lab buffer does (a view into another buffer is ``T.match_buffer`` of a region inside a
+    block, which knows its corner); any other value is refused."""
+    if elem_offset is None or (type(elem_offset) is int and elem_offset == 0) or (
+            isinstance(elem_offset, E.IntImm) and elem_offset.value == 0):
+        return
+    raise ValueError(f"buffer {name}: elem_offset={elem_offset} is not supported: an mlc_lab buffer "
+                     "starts at the first element of its storage (elem_offset=0), and a view into "
+                     "part of another buffer is written T.match_buffer(A[region], shape) inside a "
+                     "block; no variable holds its offset")
+
+
 def prim_func(func=None, *, private: bool = False):
     """Decorator: parse the decorated Python function into a :class:`~mlc_lab.tir.PrimFunc`."""
     from .parser import parse_function
@@ -68,9 +84,11 @@ class _BufferType:
     """``T.Buffer((128, 128), "float32")`` or the older ``T.Buffer[(128, 128), "float32"]``."""
 
     def __call__(self, shape, dtype: str = "float32", strides=None, scope: str = "global",
-                 align: int = 0, offset_factor: int = 0) -> _Buffer:
+                 align: int = 0, offset_factor: int = 0, *, data=None, elem_offset=None) -> _Buffer:
         _check_buffer_options(align, offset_factor)
-        return _decl_buffer(shape, dtype, "buffer", strides or (), scope)
+        check_elem_offset(elem_offset, "buffer")
+        buffer = _decl_buffer(shape, dtype, "buffer", strides or (), scope)
+        return buffer if data is None else _over_data(buffer, data, "T.Buffer")
 
     def __getitem__(self, key) -> _Buffer:
         if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):
@@ -82,6 +100,38 @@ class _BufferType:
 
 
 Buffer = _BufferType()
+
+
+def decl_buffer(shape, dtype: str = "float32", data=None, strides=None, elem_offset=None,
+                scope: str = "global", align: int = 0, offset_factor: int = 0) -> _Buffer:
+    """``T.decl_buffer(shape, dtype, data=X)``: the buffer whose storage is X's, where X is what
+    ``T.allocate`` or ``T.allocate_const`` bound (or ``A.data``). mlc_lab buffers do not alias one
+    another, so it must have X's shape and dtype, and it is X itself."""
+    if data is None:
+        raise TypeError("T.decl_buffer without data= is not supported; " + _NO_BUFFER_DECL)
+    _check_buffer_options(align, offset_factor)
+    check_elem_offset(elem_offset, "buffer")
+    return _over_data(_decl_buffer(shape, dtype, "buffer", strides or (), scope), data, "T.decl_buffer")
+
+
+def _over_data(buffer: _Buffer, data, what: str) -> _Buffer:
+    """The buffer ``data`` (an allocation, or ``A.data``) holds, checked against ``buffer``, the
+    declaration that claims its storage."""
+    if isinstance(data, E.Call) and data.op == _BUFFER_DATA:
+        data = data.args[0].buffer
+    if not isinstance(data, _Buffer):
+        raise TypeError(f"{what}(data=...) takes what T.allocate or T.allocate_const bound, or A.data; "
+                        f"got {data!r}")
+    from ..ir import structural_equal
+    same = (buffer.dtype == data.dtype and len(buffer.shape) == len(data.shape)
+            and all(structural_equal(a, b) for a, b in zip(buffer.shape, data.shape))
+            and buffer.strides in ((), data.strides) and buffer.scope in ("global", data.scope))
+    if not same:
+        shape = ", ".join(str(d) for d in data.shape)
+        raise ValueError(f"{what}(data={data.name}) must declare {data.name}'s shape ({shape}) and dtype "
+                         f"{data.dtype}: mlc_lab buffers do not alias one another, so the buffer over "
+                         f"the storage of {data.name} is {data.name} itself")
+    return data
 
 
 class _Handle:
@@ -98,6 +148,7 @@ handle = _Handle()
 match_buffer = ScriptOnly("match_buffer")
 alloc_buffer = ScriptOnly("alloc_buffer")
 allocate = ScriptOnly("allocate")
+allocate_const = ScriptOnly("allocate_const")
 func_attr = ScriptOnly("func_attr")
 var = ScriptOnly("var")
 
@@ -168,6 +219,7 @@ class _Axis:
     spatial = ScriptOnly("axis.spatial")
     reduce = ScriptOnly("axis.reduce")
     opaque = ScriptOnly("axis.opaque")
+    scan = ScriptOnly("axis.scan")
     remap = ScriptOnly("axis.remap")
     S = spatial
     R = reduce
@@ -272,22 +324,28 @@ def truncmod(a, b) -> E.Mod:
 
 
 def _intrinsic(name: str):
-    def call(*args):
-        return E.call_intrin(name, *args)
+    def call(*args, dtype: str | None = None):
+        return E.call_intrin(name, *args, dtype=dtype)
     call.__name__ = name
-    call.__doc__ = f"``T.{name}(...)``: the ``{name}`` intrinsic."
+    call.__doc__ = (f"``T.{name}(...)``: the ``{name}`` intrinsic; ``dtype=`` (as older TVMScript "
+                    "prints it) must be the dtype it computes, and types the Python numbers given.")
     return call
 
 
 exp, log, sqrt, rsqrt, tanh, sigmoid, fabs, abs, floor, ceil, round, sin, cos, erf, pow, if_then_else = (  # noqa: A001
     _intrinsic(n) for n in ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "abs", "floor",
                             "ceil", "round", "sin", "cos", "erf", "pow", "if_then_else"))
+likely = _intrinsic("likely")
+likely.__doc__ = ("``T.likely(cond)``: a hint that ``cond`` is usually true; its value is ``cond``'s "
+                  "(the backends compute the condition and ignore the hint).")
 
 
 def call_extern(*args, dtype: str | None = None) -> E.Call:
     """``T.call_extern("expf", x, dtype="float32")`` (or ``T.call_extern("float32", "expf", x)``):
     call an external function by name. The C math library's functions (``exp``/``expf``, ``pow``,
     ``tanh``, ...) run on every backend; other names are refused when the program is built."""
+    if dtype == "":   # TVMScript's void: a call made for its effect, kept as an opaque handle
+        dtype = "handle"
     if dtype is None:
         if len(args) < 2 or not all(isinstance(a, str) for a in args[:2]):
             raise TypeError('T.call_extern needs the result dtype: T.call_extern("expf", x, '
@@ -323,7 +381,6 @@ _NO_BUFFER_DECL = ("mlc_lab has no separate buffer declaration: annotate paramet
                    'and view a T.handle parameter with T.match_buffer(a, (128,), "float32")')
 RETIRED = {
     "buffer_decl": "T.buffer_decl (the 2022 name of T.decl_buffer) is not supported; " + _NO_BUFFER_DECL,
-    "decl_buffer": "T.decl_buffer is not supported; " + _NO_BUFFER_DECL,
     "load": "T.load(dtype, A.data, i) is the pre-2022 form of a buffer read; write A[i]",
     "store": "T.store(A.data, i, value) is the pre-2022 form of a buffer write; write A[i] = value",
     "preflattened_buffer": ("T.preflattened_buffer (printed by 2022 releases after lowering) is not "
@@ -344,12 +401,13 @@ def __getattr__(name: str):
 _hooks.provide("script.tir", sys.modules[__name__])   # the T namespace, for index-map lambdas
 
 __all__ = [
-    "prim_func", "Buffer", "handle", "match_buffer", "alloc_buffer", "allocate", "func_attr", "var",
+    "prim_func", "Buffer", "decl_buffer", "handle", "match_buffer", "alloc_buffer", "allocate",
+    "allocate_const", "func_attr", "var",
     "serial", "parallel", "vectorized", "unroll", "thread_binding", "grid",
     "block", "init", "where", "reads", "writes", "block_attr", "axis",
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "Cast", "cast", "Select", "Ramp", "Broadcast", "evaluate",
     "max", "min", "floordiv", "floormod", "truncdiv", "truncmod",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "abs", "floor", "ceil", "round",
-    "sin", "cos", "erf", "pow", "if_then_else", "min_value", "max_value", "call_extern",
+    "sin", "cos", "erf", "pow", "if_then_else", "likely", "min_value", "max_value", "call_extern",
 ]

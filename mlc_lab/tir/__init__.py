@@ -9,16 +9,21 @@ from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Broadcast, Buffer
 from .extern import call_extern
 from .function import PrimFunc
 from .functor import StmtExprMutator, StmtExprVisitor
-from .stmt import (Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For,
-                   IfThenElse, IterVar, LetStmt, MatchBufferRegion, Range, SeqStmt, Stmt)
+from .stmt import (Allocate, AllocateConst, Block, BlockRealize, BufferRegion, BufferStore,
+                   Evaluate, For, IfThenElse, IterVar, LetStmt, MatchBufferRegion, Range, SeqStmt, Stmt)
+from .expr import floordiv, floormod, truncdiv, truncmod
+from .stmt import ForKind
 from .verify import VerifyError, verify
 
 # The schedule, the analyses and the lowering passes use mlc_lab.arith, which is itself written
 # over the expressions above: importing them here would make `import mlc_lab.arith` re-enter a
 # half-made arith. So they are bound on first use: name -> (submodule, attribute or None).
 _UPPER_LAYER = {
+    "BlockScope": ("schedule", "BlockScope"),
     "Schedule": ("schedule", "Schedule"),
     "ScheduleError": ("schedule", "ScheduleError"),
+    "ScheduleState": ("schedule", "ScheduleState"),
+    "StmtSRef": ("schedule", "StmtSRef"),
     "TensorIntrin": ("schedule", "TensorIntrin"),
     "Trace": ("schedule", "Trace"),
     "analysis": ("analysis", None),
@@ -39,8 +44,8 @@ def __dir__() -> list:
     return sorted(set(globals()) | set(_UPPER_LAYER))
 
 
-__all__ = ["Add", "Allocate", "And", "BinaryOp", "Block", "BlockRealize", "Broadcast", "Buffer",
-           "BufferLoad", "BufferRegion", "BufferStore", "Call", "Cast", "CmpOp", "Div", "EQ",
+__all__ = ["Add", "Allocate", "AllocateConst", "And", "BinaryOp", "Block", "BlockRealize",
+           "Broadcast", "Buffer", "BufferLoad", "BufferRegion", "BufferStore", "Call", "Cast", "CmpOp", "Div", "EQ",
            "Evaluate", "FloatImm", "FloorDiv", "FloorMod", "For", "GE", "GT", "IfThenElse",
            "IntImm", "IterVar", "LE", "LT", "LetStmt", "MatchBufferRegion", "Max", "Min", "Mod",
            "Mul", "NE", "Not", "Or", "PrimExpr", "PrimFunc", "Ramp", "Range", "Schedule",
@@ -48,3 +53,5 @@ __all__ = ["Add", "Allocate", "And", "BinaryOp", "Block", "BlockRealize", "Broad
            "StmtExprVisitor", "StringImm", "Sub", "TensorIntrin", "Trace", "Var", "VerifyError",
            "analysis", "call_extern", "call_intrin", "const", "convert", "decl_buffer", "schedule", "transform",
            "verify"]
+__all__ += ["ForKind", "floordiv", "floormod", "truncdiv", "truncmod"]
+__all__ += ["BlockScope", "ScheduleState", "StmtSRef"]

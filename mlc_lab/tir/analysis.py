@@ -6,7 +6,7 @@ from ..arith.simplify import Linear, from_linear, linear_form
 from ..arith.bound import int_bound
 from . import expr as E
 from . import stmt as S
-from .buffer import Buffer
+from .buffer import BUFFER_DATA, Buffer
 from .stmt_functor import substitute, uses_var
 
 
@@ -38,7 +38,12 @@ class _AccessCollector:
         self.allocated: set[int] = set()   # buffers of Allocate statements inside the block
 
     def visit(self, node, inner: dict) -> None:
-        if isinstance(node, E.BufferLoad):
+        if isinstance(node, E.Call) and node.op == BUFFER_DATA:
+            # A.data hands all of A's storage to the callee, to read and write as it likes.
+            buffer = node.args[0].buffer
+            self.reads.append((buffer, [(None, None)] * buffer.ndim))
+            self.writes.append((buffer, [(None, None)] * buffer.ndim))
+        elif isinstance(node, E.BufferLoad):
             self.reads.append((node.buffer, relax_indices(node.indices, inner)))
             for i in node.indices:
                 self.visit(i, inner)
@@ -156,3 +161,17 @@ def _union(lo1, ext1, lo2, ext2):
 def _same(a, b) -> bool:
     from ..ir import structural_equal
     return structural_equal(a, b)
+
+
+def expr_deep_equal(lhs, rhs) -> bool:
+    """Whether two expressions are the same tree: the same node types, dtypes and constants over
+    the very same variables (a variable equals only itself: ``Var("i")`` and another ``Var("i")``
+    differ). Python numbers count as constants (an int as an int32 one).
+
+    >>> from mlc_lab import tir
+    >>> i = tir.Var("i")
+    >>> expr_deep_equal(i * 2 + 1, i * 2 + 1), expr_deep_equal(i * 2, tir.Var("i") * 2)
+    (True, False)
+    """
+    from ..ir import structural_equal
+    return structural_equal(E.convert(lhs), E.convert(rhs))

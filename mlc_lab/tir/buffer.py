@@ -3,20 +3,24 @@ from __future__ import annotations
 
 from ..ir.node import Node, node
 from . import dtype as dt
-from .expr import BufferLoad, IntImm, PrimExpr, convert, const
+from .expr import BufferLoad, Call, IntImm, PrimExpr, convert, const
 
 SCOPES = ("global", "shared", "local", "warp", "shared.dyn")
 # Beyond these, a scope may be "<rank>.<tag>", e.g. "global.A_reg" for the register file of a
 # specialised accelerator: to lowering and the CPU backends it is memory of its rank (the part
 # before the dot); the tag names it for the tensor intrinsics whose buffers declare it.
 _RANKS = ("global", "shared", "local", "warp")
+# The tensor-core fragments of the reference compiler: registers a warp holds together, so memory
+# of rank "warp". mlc_lab has no tensor-core intrinsics: the CPU backends treat them as memory,
+# and a GPU kernel refuses to allocate them.
+FRAGMENT_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
 
 
 def check_scope(scope) -> str | None:
     """Why ``scope`` is not a storage scope, or None when it is one."""
     if not isinstance(scope, str):
         return f"a storage scope is a str such as 'shared', got {type(scope).__name__}: {scope!r}"
-    if scope in SCOPES:
+    if scope in SCOPES or scope in FRAGMENT_SCOPES:
         return None
     rank, dot, tag = scope.partition(".")
     if rank in _RANKS and dot and tag.replace("_", "a").replace(".", "a").isalnum():
@@ -28,7 +32,12 @@ def check_scope(scope) -> str | None:
 
 def storage_rank(scope: str) -> str:
     """The memory a scope lives in: "global.A_reg" -> "global"; a standard scope is its own."""
+    if scope in FRAGMENT_SCOPES:
+        return "warp"
     return scope if scope in SCOPES else scope.partition(".")[0]
+
+
+BUFFER_DATA = "buffer_data"   # the op of ``Buffer.data``
 
 
 @node
@@ -58,6 +67,15 @@ class Buffer(Node):
 
     def vload(self, indices) -> BufferLoad:
         return self[indices]
+
+    @property
+    def data(self) -> Call:
+        """``A.data``: the address of the buffer's storage (a handle), as TVMScript hands a buffer
+        to an external function, ``T.call_extern("f", A.data, dtype="")``. In the IR it is
+        ``Call("handle", "buffer_data", (A[0, ..., 0],))``, so a schedule step that replaces A
+        (cache_read, set_scope) replaces it too, and a block using it reads and writes all of A.
+        mlc_lab runs no external function but the C math library's, so such a call does not run."""
+        return Call("handle", BUFFER_DATA, (BufferLoad(self, tuple(const(0, d.dtype) for d in self.shape)),))
 
     def access_ptr(self, access_mask="rw", *args, **kwargs):
         """Not provided: the loop IR has no pointers, so a kernel cannot be handed a buffer's
@@ -89,6 +107,8 @@ def decl_buffer(shape, dtype: str = "float32", name: str = "buffer", strides=(),
             raise ValueError(f"{'a buffer' if name == 'buffer' else 'buffer ' + name}: dimension sizes "
                              "cannot be negative, got shape "
                              f"({', '.join(str(d) for d in shape)})")
+    if scope == "":   # the reference compiler's empty scope means global memory
+        scope = "global"
     problem = check_scope(scope)
     if problem:
         raise ValueError(f"buffer {name}: {problem}")

@@ -112,6 +112,27 @@ def _binary(cls, a, b):
     return cls(a, b)
 
 
+def floordiv(a, b) -> "FloorDiv":
+    """``a // b`` rounded toward negative infinity (Python's ``//``; also what ``//`` on
+    expressions builds). Either side may be a Python number."""
+    return _binary(FloorDiv, a, b)
+
+
+def floormod(a, b) -> "FloorMod":
+    """The remainder of :func:`floordiv`, with the sign of ``b`` (Python's ``%``)."""
+    return _binary(FloorMod, a, b)
+
+
+def truncdiv(a, b) -> "Div":
+    """Integer ``a / b`` rounded toward zero, as C divides (``Div`` of two integers)."""
+    return _binary(Div, a, b)
+
+
+def truncmod(a, b) -> "Mod":
+    """The remainder of :func:`truncdiv`, with the sign of ``a`` (C's ``%``)."""
+    return _binary(Mod, a, b)
+
+
 # ----------------------------------------------------------------------------------------------
 # Leaves
 @node
@@ -370,21 +391,38 @@ class Broadcast(PrimExpr):
         return dt.with_lanes(self.value.dtype, self.lanes)
 
 
-# Intrinsics known to the interpreter and backends: name -> number of arguments.
+# Intrinsics known to the interpreter and backends: name -> number of arguments. ``likely`` is
+# a hint (its argument, a condition, is probably true) whose value is its argument.
 INTRINSICS = {
     "exp": 1, "log": 1, "sqrt": 1, "rsqrt": 1, "tanh": 1, "sigmoid": 1, "fabs": 1, "abs": 1,
     "floor": 1, "ceil": 1, "round": 1, "sin": 1, "cos": 1, "erf": 1, "pow": 2, "if_then_else": 3,
+    "likely": 1,
 }
 # The intrinsics that compute on floats only (the backends have no integer version).
-FLOAT_INTRINSICS = frozenset(INTRINSICS) - {"abs", "if_then_else"}
+FLOAT_INTRINSICS = frozenset(INTRINSICS) - {"abs", "if_then_else", "likely"}
 
 
-def call_intrin(op: str, *args) -> Call:
-    """Build an intrinsic call with its result dtype worked out from the arguments."""
+def call_intrin(op: str, *args, dtype: str | None = None) -> Call:
+    """Build an intrinsic call with its result dtype worked out from the arguments. ``dtype``
+    (TVMScript's ``T.exp(x, dtype="float32")``) types the Python numbers among the value
+    arguments and must be the dtype the call computes."""
     if op not in INTRINSICS:
         raise ValueError(f"unknown intrinsic {op!r}; known: {', '.join(sorted(INTRINSICS))}")
     if len(args) != INTRINSICS[op]:
         raise TypeError(f"T.{op} takes {INTRINSICS[op]} argument(s), got {len(args)}")
+    if dtype is not None:
+        dtype = dt.check_dtype(dtype)
+        first = 1 if op == "if_then_else" else 0   # the condition keeps its own type
+        args = [*args[:first], *(const(a, dtype) if isinstance(a, (bool, int, float)) else a
+                                 for a in args[first:])]
+    call = _call_intrin(op, args)
+    if dtype is not None and call.dtype != dtype:
+        raise TypeError(f"T.{op}(...) computes {call.dtype} here, but dtype={dtype!r} was given; "
+                        f"convert the argument(s) with T.{dt.element_of(dtype)}(...)")
+    return call
+
+
+def _call_intrin(op: str, args) -> Call:
     if op == "if_then_else":
         cond = convert(args[0])
         a, b = unify_operands(args[1], args[2])
@@ -399,4 +437,3 @@ def call_intrin(op: str, *args) -> Call:
         raise TypeError(f"T.{op} computes on floats, but its argument {a} has dtype {a.dtype}; "
                         f"cast it with T.float32(...)")
     return Call(a.dtype, op, (a, b) if op == "pow" else (a,))
-

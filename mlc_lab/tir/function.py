@@ -48,5 +48,12 @@ class PrimFunc(Node):
         return [p for p in self.params if isinstance(p, Var)]
 
     @property
+    def buffer_map(self) -> dict:
+        """Parameter -> the buffer it holds, as the reference compiler maps handle parameters to
+        buffers. Here a tensor parameter is its buffer, so each maps to itself:
+        ``f.buffer_map[f.params[0]]`` is ``f.params[0]``."""
+        return {p: p for p in self.params if isinstance(p, Buffer)}
+
+    @property
     def name(self) -> str | None:
         return self.attr_dict.get("global_symbol")

@@ -59,7 +59,8 @@ class IterVar(Node):
     """A block iterator: its variable, its domain, and whether it is spatial or a reduction."""
     var: Var
     dom: Range
-    iter_type: str = "spatial"   # "spatial" | "reduce" | "opaque"
+    iter_type: str = "spatial"   # "spatial" | "reduce" | "opaque" | "scan" (ordered: each
+    # iteration may use the previous ones, so its loops keep their order)
 
 
 @node
@@ -79,8 +80,28 @@ class BufferStore(Stmt):
 class SeqStmt(Stmt):
     seq: tuple
 
+    def __getitem__(self, index):
+        """``seq_stmt[k]``: its k-th statement (the reference compiler's indexing)."""
+        return self.seq[index]
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
 
 FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
+
+
+class ForKind:
+    """The kinds of loop under the reference compiler's names: ``ForKind.SERIAL`` is "serial",
+    the string ``For.kind`` holds (plain strings, so ``kind=ForKind.SERIAL`` and ``kind="serial"``
+    build the same loop)."""
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZED = "vectorized"
+    UNROLLED = "unrolled"
+    THREAD_BINDING = "thread_binding"
+
+
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z",
                "vthread", "vthread.x", "vthread.y", "vthread.z")
 
@@ -123,6 +144,28 @@ class Allocate(Stmt):
 
 
 @node
+class AllocateConst(Allocate):
+    """An Allocate whose storage holds ``data`` (the buffer's elements in row-major order, Python
+    floats or ints of its dtype) before ``body`` runs: ``T.allocate_const``. Being an Allocate,
+    every analysis that sees allocations sees it; ``lower_init_block`` turns it into an Allocate
+    and the stores that fill it."""
+    data: tuple = ()
+
+    def __post_init__(self):
+        size = 1
+        for dim in self.buffer.shape:
+            if not isinstance(dim, IntImm):
+                raise ValueError(f"T.allocate_const {self.buffer.name}: the extents must be constants, "
+                                 f"got {dim}")
+            size *= dim.value
+        if len(self.data) != size:
+            raise ValueError(f"T.allocate_const {self.buffer.name}: {len(self.data)} value(s) for "
+                             f"extents {tuple(d.value for d in self.buffer.shape)} ({size} elements)")
+        kind = float if self.buffer.dtype.startswith("float") else int
+        object.__setattr__(self, "data", tuple(kind(v) for v in self.data))
+
+
+@node
 class Block(Stmt):
     """The unit of computation: iterators with domains, the regions it reads and writes, an optional
     reduction ``init``, the buffers it allocates, and its body."""
@@ -136,6 +179,15 @@ class Block(Stmt):
     match_buffers: tuple = ()
     annotations: tuple = ()
 
+    def __post_init__(self):
+        # The reference compiler's constructor takes lists, None for "none" and a dict of
+        # annotations: keep the fields tuples (of (key, value) pairs for the annotations).
+        for name in ("iter_vars", "reads", "writes", "alloc_buffers", "match_buffers", "annotations"):
+            value = getattr(self, name)
+            if type(value) is not tuple:
+                value = () if value is None else tuple(value.items() if isinstance(value, dict) else value)
+                object.__setattr__(self, name, value)
+
 
 @node
 class BlockRealize(Stmt):
@@ -143,6 +195,13 @@ class BlockRealize(Stmt):
     iter_values: tuple
     predicate: PrimExpr
     block: Block
+
+    def __post_init__(self):
+        # As the reference compiler's constructor: a list of values, a Python bool predicate.
+        if type(self.iter_values) is not tuple:
+            object.__setattr__(self, "iter_values", tuple(self.iter_values))
+        if not isinstance(self.predicate, PrimExpr):
+            object.__setattr__(self, "predicate", convert(self.predicate))
 
 
 def seq(*stmts: Stmt) -> Stmt:

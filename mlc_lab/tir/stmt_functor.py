@@ -193,6 +193,29 @@ def post_order_visit(node: Any, fvisit: Callable[[Node], None]) -> None:
     PostOrder().visit(node)
 
 
+def pre_order_visit(node: Any, fvisit: Callable[[Node], Any]) -> None:
+    """Call ``fvisit`` on every IR node in ``node`` (buffers too), parents before children; when
+    ``fvisit`` returns False (False itself, not just a falsy value) the node's children are skipped.
+
+    >>> from mlc_lab import tir
+    >>> i = tir.Var("i")
+    >>> seen = []
+    >>> pre_order_visit((i + 1) * 2, lambda n: seen.append(type(n).__name__))
+    >>> seen
+    ['Mul', 'Add', 'Var', 'IntImm', 'IntImm']
+    >>> seen.clear()
+    >>> pre_order_visit((i + 1) * 2, lambda n: seen.append(type(n).__name__) or not isinstance(n, tir.Add))
+    >>> seen
+    ['Mul', 'Add', 'IntImm']
+    """
+    class PreOrder(StmtExprVisitor):
+        def visit(self, item):
+            if isinstance(item, Node) and fvisit(item) is False:
+                return None
+            return super().visit(item)
+    PreOrder().visit(node)
+
+
 class Substitute(StmtExprMutator):
     """Replaces variables (by identity) with expressions; subclass it to do more on the way."""
 
@@ -258,5 +281,5 @@ class StmtReplacer(StmtExprMutator):
         return super().generic_visit(node)
 
 
-__all__ = ["StmtReplacer", "Substitute", "and_all", "conjuncts", "free_buffers", "free_vars", "loads_in", "post_order_visit", "stores_in",
-           "substitute", "uses_var"]
+__all__ = ["StmtReplacer", "Substitute", "and_all", "conjuncts", "free_buffers", "free_vars", "loads_in",
+           "post_order_visit", "pre_order_visit", "stores_in", "substitute", "uses_var"]

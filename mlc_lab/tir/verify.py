@@ -7,6 +7,7 @@ import sys
 from typing import Any, Optional
 
 from ..ir import hooks
+from ..ir.errors import TVMError
 from ..ir.module import IRModule
 from . import dtype as dt
 from . import expr as E
@@ -18,7 +19,7 @@ from .functor import StmtExprVisitor
 from .stmt_functor import free_vars, stores_in
 
 
-class VerifyError(ValueError):
+class VerifyError(TVMError, ValueError):
     """A PrimFunc breaks a well-formedness rule; ``func_name``, ``node`` and ``rule`` say which."""
 
     def __init__(self, message: str, func_name: str = "", node: Any = None, rule: str = ""):
@@ -34,10 +35,13 @@ def verify(func_or_mod) -> bool:
     variable from outside the block (it sees outer loops only through its bindings; an opaque
     block, without iterators, may use them); buffers are parameters, allocated by an
     enclosing block or Allocate, or match_buffers, and no dimension is negative; each load/store
-    has one index per dimension; block names are unique; block bindings have their iterator's
+    has one index per dimension; block bindings have their iterator's
     dtype and stay inside its domain; only a block with a reduce iterator has an init; a block
     stores only to buffers it lists in its writes, at indices free of its reduce iterators, values
     of the buffer's dtype; float math intrinsics (T.exp, ...) take floats.
+
+    Two blocks may share a name, as in the reference compiler; ``tir.Schedule``, which finds blocks
+    by name, requires unique names (:func:`verify_block_names`).
     """
     if isinstance(func_or_mod, IRModule):
         for gv, func in func_or_mod.functions.items():
@@ -48,6 +52,35 @@ def verify(func_or_mod) -> bool:
         _Verifier(func_or_mod.name or "<unnamed>").verify(func_or_mod)
         return True
     raise TypeError(f"verify expects a PrimFunc or an IRModule, got {type(func_or_mod).__name__}")
+
+
+def verify_block_names(func_or_mod) -> bool:
+    """Return True when no PrimFunc in ``func_or_mod`` has two blocks of one name, else raise
+    VerifyError. The IR allows repeated names; ``tir.Schedule`` does not, since its handles
+    (``sch.get_block("B")``, BlockRV) name blocks, and a repeated name would be ambiguous."""
+    funcs = ([(gv.name_hint, f) for gv, f in func_or_mod.functions.items() if isinstance(f, PrimFunc)]
+             if isinstance(func_or_mod, IRModule) else [(func_or_mod.name or "<unnamed>", func_or_mod)])
+    for name, func in funcs:
+        _BlockNames(name).visit(func.body)
+    return True
+
+
+class _BlockNames(StmtExprVisitor):
+    def __init__(self, func_name: str):
+        self.func_name, self.seen = func_name, set()
+
+    def visit_Block(self, block: S.Block) -> None:
+        if block.name_hint in self.seen:
+            raise VerifyError(
+                f"verify: in function {self.func_name}: two blocks are named {block.name_hint} (the "
+                "schedule finds blocks by name: rename one of them in its T.block(...))", self.func_name,
+                block, "block names are unique within a function that tir.Schedule works on")
+        self.seen.add(block.name_hint)
+        self.visit((block.init, block.body))
+
+    def generic_visit(self, node) -> None:
+        if isinstance(node, S.Stmt):   # blocks sit only under statements
+            super().generic_visit(node)
 
 
 class _Verifier(StmtExprVisitor):
@@ -61,7 +94,6 @@ class _Verifier(StmtExprVisitor):
         self.blocks: list[tuple[S.Block, set]] = []   # enclosing blocks, each with the ids of
         # the buffers it may store to: its writes, its own allocations and buffers matched to its writes
         self.root: Optional[S.Block] = None
-        self.block_names: set[str] = set()
         self.loop_depth: dict[int, int] = {}   # id(loop var) -> how many loops enclose its loop
         self.block_floor = 0                 # loops at a depth below this are outside the block
         self.allocates = 0                   # enclosing Allocates (lowering's compacted buffers)
@@ -168,10 +200,12 @@ class _Verifier(StmtExprVisitor):
         if self.blocks:
             self.blocks[-1][1].add(id(alloc.buffer))
         # Compaction moves a buffer under a loop and indexes it relative to that loop, also
-        # inside blocks: below an Allocate, block bodies may use outer loop variables.
-        self.allocates += 1
+        # inside blocks: below an Allocate, block bodies may use outer loop variables (not below
+        # the constants of a T.allocate_const, which compaction never makes).
+        compacted = not isinstance(alloc, S.AllocateConst)
+        self.allocates += compacted
         self.visit(alloc.body)
-        self.allocates -= 1
+        self.allocates -= compacted
         self.undefine(self.buffers, alloc.buffer)
 
     def visit_BlockRealize(self, realize: S.BlockRealize) -> None:
@@ -213,10 +247,6 @@ class _Verifier(StmtExprVisitor):
         for iv in block.iter_vars:
             self.visit(iv.dom)
         self.scopes.append(f'block "{block.name_hint}"')
-        if block.name_hint in self.block_names:
-            self.fail(f"two blocks are named {block.name_hint}", block,
-                      "block names are unique within a function (sch.get_block finds blocks by name)")
-        self.block_names.add(block.name_hint)
         if block.init is not None:
             self.check_init(block)
         # A block with iterators sees the loops outside only through its bindings; an opaque

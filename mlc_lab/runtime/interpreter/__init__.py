@@ -147,10 +147,21 @@ class _Executor:
         self.unbind(s.var, previous)
 
     def exec_Evaluate(self, s) -> None:
-        """Expressions have no side effects here (``T.evaluate(0)``, thread syncs): skip it."""
+        """Expressions have no side effects here (``T.evaluate(0)``, thread syncs): skip it. A
+        ``T.call_extern`` is evaluated, so that a call made for its effect, which the interpreter
+        cannot make, is refused rather than skipped."""
+        if getattr(s.value, "op", None) == "call_extern":
+            self.ev.eval(s.value)
 
     def exec_Allocate(self, s) -> None:
         self.allocate(s.buffer)
+        self.exec(s.body)
+        del self.storages[s.buffer]
+
+    def exec_AllocateConst(self, s) -> None:
+        shape = tuple(int(d.value) for d in s.buffer.shape)
+        values = np.asarray(s.data, dtype=np_dtype(s.buffer.dtype)).reshape(shape)
+        self.storages[s.buffer] = Storage.of_array(s.buffer.name, values)
         self.exec(s.body)
         del self.storages[s.buffer]
 
@@ -211,7 +222,8 @@ class _Executor:
 _EXEC = {S.SeqStmt: _Executor.exec_SeqStmt, S.For: _Executor.exec_For,
          S.BufferStore: _Executor.exec_BufferStore, S.IfThenElse: _Executor.exec_IfThenElse,
          S.LetStmt: _Executor.exec_LetStmt, S.Evaluate: _Executor.exec_Evaluate,
-         S.Allocate: _Executor.exec_Allocate, S.BlockRealize: _Executor.exec_BlockRealize}
+         S.Allocate: _Executor.exec_Allocate, S.AllocateConst: _Executor.exec_AllocateConst,
+         S.BlockRealize: _Executor.exec_BlockRealize}
 
 
 hooks.provide("runtime.interpreter", run)

@@ -169,6 +169,7 @@ _INTRINSICS = {
     "tanh": np.tanh, "sigmoid": lambda x: np.reciprocal(1 + np.exp(-x)), "fabs": np.abs,
     "abs": np.abs, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "sin": np.sin,
     "cos": np.cos, "erf": _erf, "pow": np.power,
+    "likely": lambda x: x,   # a hint: the value is the condition's
 }
 
 

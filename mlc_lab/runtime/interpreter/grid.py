@@ -64,6 +64,10 @@ class _NestScanner(StmtExprVisitor):
     def visit_Allocate(self, alloc):
         self.blocked = True
 
+    def visit_Evaluate(self, s):
+        if getattr(s.value, "op", None) == "call_extern":   # run one by one (and refused when
+            self.blocked = True                             # the interpreter cannot make it)
+
     def visit_Block(self, block):
         if block.alloc_buffers or block.match_buffers:
             self.blocked = True

@@ -156,6 +156,19 @@ def _is_private(node: ast.FunctionDef, source: SourceInfo, globals_: dict) -> bo
     raise evaluator.error(node, f"function {node.name} is not decorated with @T.prim_func or @R.function")
 
 
+def _declarations(body: list):
+    """(name node, call node) of ``n = T.int64()`` and of each part of ``n, m = T.int64(), T.int64()``
+    at the top of a function body."""
+    for node in body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        if isinstance(target, ast.Name) and isinstance(value, ast.Call):
+            yield target, value
+        elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            yield from ((t, v) for t, v in zip(target.elts, value.elts) if isinstance(t, ast.Name))
+
+
 class FunctionParser(BlockParser):
     def __init__(self, source: SourceInfo, globals_: dict, closure: dict, live_annotations: dict):
         super().__init__(source, globals_, closure)
@@ -164,7 +177,7 @@ class FunctionParser(BlockParser):
         self.symbolic_vars: dict = {}    # `n = T.int64()` at the top of the body, declared up front
         self.block_depth = 0
         self.saw_block = False
-        self.block_names: set = set()
+        self.view_layouts: dict = {}     # id(matched buffer) -> (its strides, its offset or None)
 
     def parse(self, fdef: ast.FunctionDef, private: bool = False) -> PrimFunc:
         self.check_signature(fdef)
@@ -204,23 +217,16 @@ class FunctionParser(BlockParser):
 
     def declare_symbolic_vars(self, body: list) -> None:
         """Define `n = T.int64()` / `n = T.var("int64")` first: parameter annotations may use them."""
-        for node in body:
-            if not (isinstance(node, ast.Assign) and len(node.targets) == 1
-                    and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call)):
+        for target, call in _declarations(body):
+            if not self.is_declaration(call):
                 continue
-            try:
-                func = self.eval(node.value.func)
-            except ScriptError:
-                continue   # reported when the statement itself is parsed
-            call = node.value
-            if isinstance(func, tir_namespace.DTypeFunc) and not call.args and not call.keywords:
+            func = self.eval(call.func)
+            if isinstance(func, tir_namespace.DTypeFunc):
                 dtype = func.dtype
-            elif func is tir_namespace.var:
+            else:
                 args, kwargs = self.call_args(call)
                 dtype = (args or [kwargs.get("dtype", "int32")])[0]
-            else:
-                continue
-            var = E.Var(node.targets[0].id, dtype)
+            var = E.Var(target.id, dtype)
             self.bound_vars[id(var)] = "size variable"
             self.symbolic_vars[var.name] = var
             self.define(var.name, var)

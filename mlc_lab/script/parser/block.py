@@ -13,7 +13,8 @@ from .. import tir as tir_namespace
 from .expr import HandleParam, describe_error, kind_of
 from .stmt import FuncFrame, StmtParser, nop, statement_hint
 
-_ITER_TYPES = {"axis.spatial": "spatial", "axis.reduce": "reduce", "axis.opaque": "opaque"}
+_ITER_TYPES = {"axis.spatial": "spatial", "axis.reduce": "reduce", "axis.opaque": "opaque",
+               "axis.scan": "scan"}
 _REMAP_KINDS = {"S": "spatial", "R": "reduce"}
 
 
@@ -32,11 +33,24 @@ class BlockFrame:
     init: S.Stmt | None = None
 
 
-def _buffer_args(what: str, args: list, kwargs: dict):
-    """(shape, dtype, strides, scope) from the arguments of T.alloc_buffer / T.match_buffer."""
-    def spec(shape, dtype="float32", strides=None, scope="global", align=0, offset_factor=0):
-        tir_namespace._check_buffer_options(align, offset_factor)
-        return shape, dtype, strides or (), scope
+@dataclass
+class BufferSpec:
+    """The arguments of T.alloc_buffer / T.match_buffer. ``align`` is checked (and warned about)
+    where it is read; ``elem_offset`` and ``offset_factor`` are claims about where the buffer starts
+    in its storage, checked by the caller."""
+    shape: object
+    dtype: str = "float32"
+    strides: tuple = ()
+    scope: str = "global"
+    elem_offset: object = None
+    offset_factor: int = 0
+
+
+def _buffer_args(what: str, args: list, kwargs: dict) -> BufferSpec:
+    def spec(shape, dtype="float32", strides=None, scope="global", align=0, offset_factor=0,
+             elem_offset=None):
+        tir_namespace._check_buffer_options(align, 0)
+        return BufferSpec(shape, dtype, tuple(strides or ()), scope, elem_offset, offset_factor)
     try:
         return spec(*args, **kwargs)
     except TypeError as exc:
@@ -75,10 +89,6 @@ class BlockParser(StmtParser):
         name = (args or [kwargs.pop("name_hint", "")])[0]
         if not isinstance(name, str) or len(args) > 1 or kwargs:
             raise self.error(call, 'T.block takes the block name, e.g. T.block("C")')
-        if name in self.block_names:
-            raise self.error(call, f"a second block named {name!r}: block names are unique within a "
-                                   "function (sch.get_block finds blocks by name)")
-        self.block_names.add(name)
         block_frame = BlockFrame(name)
         self.saw_block = True
         self.block_depth += 1
@@ -170,6 +180,8 @@ class BlockParser(StmtParser):
             return self.match_buffer(target, call, frame)
         if name == "allocate":
             return self.allocate(target, call, frame, rest)
+        if name == "allocate_const":
+            return self.allocate_const(target, call, frame, rest)
         raise self.error(call, statement_hint(name))
 
     def symbolic_var(self, func, target: ast.Name, call: ast.Call, frame):
@@ -264,8 +276,10 @@ class BlockParser(StmtParser):
                                    "function, not inside a loop or if")
         self.check_rebinding(target)
         args, kwargs = self.call_args(call)
-        shape, dtype, strides, scope = _buffer_args("alloc_buffer", args, kwargs)
-        buffer = decl_buffer(shape, dtype, target.id, strides, scope)
+        spec = _buffer_args("alloc_buffer", args, kwargs)
+        tir_namespace.check_elem_offset(spec.elem_offset, target.id)
+        tir_namespace._check_buffer_options(0, spec.offset_factor)   # its offset, 0, is a multiple of any
+        buffer = decl_buffer(spec.shape, spec.dtype, target.id, spec.strides, spec.scope)
         frame.alloc_buffers.append(buffer)
         self.define(target.id, buffer)
         return None
@@ -275,9 +289,11 @@ class BlockParser(StmtParser):
             raise self.error(call, "T.match_buffer needs a source: a T.handle parameter, or a region in a block")
         source_node = call.args[0]
         args, kwargs = [self.eval(a) for a in call.args[1:]], {k.arg: self.eval(k.value) for k in call.keywords}
-        shape, dtype, strides, scope = _buffer_args("match_buffer", args, kwargs)
-        buffer = decl_buffer(shape, dtype, target.id, strides, scope)
+        spec = _buffer_args("match_buffer", args, kwargs)
+        buffer = decl_buffer(spec.shape, spec.dtype, target.id, spec.strides, spec.scope)
         if isinstance(frame, FuncFrame):
+            tir_namespace.check_elem_offset(spec.elem_offset, target.id)
+            tir_namespace._check_buffer_options(0, spec.offset_factor)
             handle = self._find(source_node.id)[1] if isinstance(source_node, ast.Name) else None
             if not isinstance(handle, HandleParam):
                 raise self.error(source_node, "T.match_buffer at the top of a function takes a T.handle "
@@ -287,9 +303,70 @@ class BlockParser(StmtParser):
                                        f"buffer {handle.buffer.name}")
             handle.buffer = buffer
         elif isinstance(frame, BlockFrame):
-            frame.match_buffers.append(S.MatchBufferRegion(buffer, self.eval_region(source_node)))
+            region = self.eval_region(source_node)
+            self.check_view(buffer, region, spec, call)
+            frame.match_buffers.append(S.MatchBufferRegion(buffer, region))
         else:
             raise self.error(call, "T.match_buffer must be at the top of the function (for a T.handle) or "
                                    "directly inside a T.block (for a region)")
         self.define(target.id, buffer)
         return None
+
+    def check_view(self, buffer, region: S.BufferRegion, spec: BufferSpec, call: ast.Call) -> None:
+        """A matched region is a view with the strides of the storage it lies in (its last
+        dimensions, after the unit ones it drops), starting where the region starts. Declared
+        strides, ``elem_offset`` and ``offset_factor`` must agree with that where they are given:
+        a stride or offset this parser cannot prove is refused, not assumed."""
+        from ...arith import simplify
+
+        source = region.buffer
+        strides, base = self.view_layouts.get(id(source), (None, 0))
+        if strides is None:
+            strides = source.strides or _row_major(source.shape)
+        offset = None if base is None else simplify(
+            sum((r.min * s for r, s in zip(region.region, strides)), E.const(0, _index_dtype(strides))) + base)
+        kept = strides[len(strides) - buffer.ndim:] if buffer.ndim <= len(strides) else None
+        if kept is not None:
+            for i, (declared, actual) in enumerate(zip(buffer.strides, kept)):
+                if isinstance(declared, E.Var) or _proved_zero(declared - actual):
+                    continue
+                shown = ", ".join(str(simplify(x)) for x in kept)
+                raise self.error(call, f"T.match_buffer {buffer.name}: stride {i} is {declared}, but the "
+                                       f"region of {source.name} has strides ({shown}) in its storage: a "
+                                       "matched buffer views the storage as it is (give those strides, "
+                                       "or leave strides out)")
+        if isinstance(spec.elem_offset, E.Var) and self.bound_vars.get(id(spec.elem_offset)) not in (
+                "loop variable", "block iterator", "parameter"):
+            raise self.error(call, f"T.match_buffer {buffer.name}: elem_offset={spec.elem_offset} would "
+                                   "bind a variable to where the region starts, and mlc_lab buffers have "
+                                   "no offset variable; leave elem_offset out")
+        claims = []
+        if spec.elem_offset is not None:
+            claims.append((f"elem_offset={spec.elem_offset}", lambda o: o - spec.elem_offset))
+        if isinstance(spec.offset_factor, int) and spec.offset_factor > 1:
+            claims.append((f"offset_factor={spec.offset_factor}",
+                           lambda o: E.FloorMod(o, E.const(spec.offset_factor, o.dtype))))
+        for text, residue in claims:
+            if offset is None or not _proved_zero(residue(offset)):
+                where = "an offset this parser cannot work out" if offset is None else f"element {offset}"
+                raise self.error(call, f"T.match_buffer {buffer.name}: {text} does not hold: the region "
+                                       f"starts at {where} of the storage of {source.name}")
+        self.view_layouts[id(buffer)] = (tuple(buffer.strides) or kept, offset)
+
+
+def _row_major(shape) -> tuple:
+    out, step = [], None
+    for dim in reversed(shape):
+        out.append(E.const(1, dim.dtype) if step is None else step)
+        step = dim if step is None else step * dim
+    return tuple(reversed(out))
+
+
+def _index_dtype(strides) -> str:
+    return strides[0].dtype if strides else "int32"
+
+
+def _proved_zero(e) -> bool:
+    from ...arith import simplify
+    e = simplify(e)
+    return isinstance(e, E.IntImm) and e.value == 0

@@ -203,7 +203,7 @@ class ExprParser:
             raise self.error(node, tir_namespace.RETIRED[node.attr])
         if owner is tir_namespace or isinstance(owner, tir_namespace._Axis) or owner is ir_namespace:
             names = (tir_namespace.__all__ if owner is tir_namespace else ir_namespace.__all__
-                     if owner is ir_namespace else ["spatial", "reduce", "opaque", "remap", "S", "R"])
+                     if owner is ir_namespace else ["spatial", "reduce", "opaque", "scan", "remap", "S", "R"])
             close = difflib.get_close_matches(node.attr, names, n=1)
             hint = f"; did you mean {prefix}.{close[0]}?" if close else ""
             raise self.error(node, f"unknown function {prefix}.{node.attr}{hint}")
@@ -420,6 +420,7 @@ _STATEMENT_HINTS = {
     "alloc_buffer": "T.alloc_buffer is used as `X = T.alloc_buffer(shape, dtype)`",
     "match_buffer": "T.match_buffer is used as `A = T.match_buffer(a, shape, dtype)`",
     "allocate": 'T.allocate is used as `X = T.allocate(shape, dtype, "local")`',
+    "allocate_const": 'T.allocate_const is used as `c = T.allocate_const([0.5, 1.5], "float32", [2])`',
     "var": 'T.var is used as `n = T.var("int64")`',
 }
 

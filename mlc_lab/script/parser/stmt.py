@@ -8,6 +8,8 @@ import ast
 import builtins
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ...tir import dtype as dt
 from ...tir import expr as E
 from ...tir import stmt as S
@@ -115,6 +117,11 @@ class StmtParser(ExprParser):
             if isinstance(func, tir_namespace.ScriptOnly) or (
                     isinstance(func, tir_namespace.DTypeFunc) and not value_node.args and not value_node.keywords):
                 return self.script_assign(func, target, value_node, frame, rest)
+        if isinstance(target, ast.Tuple) and isinstance(value_node, ast.Tuple) \
+                and len(target.elts) == len(value_node.elts) and all(map(self.is_declaration, value_node.elts)):
+            for t, v in zip(target.elts, value_node.elts):   # n, m = T.int64(), T.int64()
+                self.script_assign(self.eval(v.func), t, v, frame, rest)
+            return None
         if isinstance(target, ast.Tuple):
             values = self.eval(value_node)
             if not isinstance(values, (tuple, list)) or len(values) != len(target.elts):
@@ -130,6 +137,17 @@ class StmtParser(ExprParser):
             return self.let(target.id, value, frame, rest)
         self.bind_python_name(target, value)
         return None
+
+    def is_declaration(self, node) -> bool:
+        """Whether ``node`` declares a symbolic variable: ``T.int64()`` or ``T.var("int64")``."""
+        if not isinstance(node, ast.Call):
+            return False
+        try:
+            func = self.eval(node.func)
+        except ScriptError:
+            return False
+        return func is tir_namespace.var or (isinstance(func, tir_namespace.DTypeFunc)
+                                             and not node.args and not node.keywords)
 
     def bind_python_name(self, target, value) -> None:
         if not isinstance(target, ast.Name):
@@ -174,13 +192,17 @@ class StmtParser(ExprParser):
 
     def let(self, name: str, value: E.PrimExpr, frame, rest, dtype: str | None = None) -> Consumed:
         var = E.Var(name, dtype or value.dtype)
+        return Consumed(S.LetStmt(var, value, self.rest_with(name, var, frame, rest)))
+
+    def rest_with(self, name: str, value, frame, rest: list) -> S.Stmt:
+        """The statements after this one, parsed in a scope where ``name`` is ``value`` (the
+        variable of a let, the buffer of an allocation)."""
         self.push_scope()
         try:
-            self.define(name, var)
-            body = self.parse_body(rest, frame) or nop()
+            self.define(name, value)
+            return self.parse_body(rest, frame) or nop()
         finally:
             self.pop_scope()
-        return Consumed(S.LetStmt(var, value, body))
 
     def stmt_AugAssign(self, node: ast.AugAssign, frame, rest):
         if not isinstance(node.target, ast.Subscript):
@@ -282,17 +304,32 @@ class StmtParser(ExprParser):
 
         def spec(shape, dtype="float32", scope="global"):
             return decl_buffer(shape, dtype, target.id, (), scope)
+        buffer = self.call_spec(spec, args, kwargs, "allocate", node)
+        return Consumed(S.Allocate(buffer, self.rest_with(target.id, buffer, frame, rest)))
+
+    def allocate_const(self, target: ast.Name, node: ast.Call, frame, rest) -> Consumed:
+        """``c = T.allocate_const([0.5, 1.5], "float32", [2])``: storage holding those values, which
+        ``c`` (a buffer of shape ``extents``) indexes, or a ``T.Buffer(..., data=c)`` names."""
+        args, kwargs = self.call_args(node)
+
+        def spec(data, dtype="float32", extents=None, annotations=None):
+            if annotations:
+                raise TypeError("T.allocate_const annotations are not supported")
+            values = np.asarray(data).ravel().tolist()
+            if not all(isinstance(v, (bool, int, float)) for v in values):
+                raise TypeError("T.allocate_const takes a list of numbers, e.g. [0.5, 1.5]")
+            return values, decl_buffer(len(values) if extents is None else extents, dtype, target.id)
+        values, buffer = self.call_spec(spec, args, kwargs, "allocate_const", node)
+        self.check_rebinding(target)
+        return Consumed(S.AllocateConst(buffer, self.rest_with(target.id, buffer, frame, rest), tuple(values)))
+
+    def call_spec(self, spec, args: list, kwargs: dict, what: str, node):
+        """``spec(*args, **kwargs)``, where ``spec`` takes the arguments of ``T.<what>``: a wrong
+        argument is reported at ``node`` as T.<what>'s."""
         try:
-            buffer = spec(*args, **kwargs)
+            return spec(*args, **kwargs)
         except TypeError as exc:
-            raise self.error(node, str(exc).replace("spec()", "T.allocate()")) from None
-        self.push_scope()
-        try:
-            self.define(target.id, buffer)
-            body = self.parse_body(rest, frame) or nop()
-        finally:
-            self.pop_scope()
-        return Consumed(S.Allocate(buffer, body))
+            raise self.error(node, str(exc).replace("spec()", f"T.{what}()")) from None
 
 
 def statement_hint(name: str) -> str:

@@ -1,6 +1,7 @@
 """tir.Schedule and its primitives (one mixin per family in primitives/)."""
 from . import errors
 from .errors import *  # noqa: F401,F403  (the error classes are part of the public API)
+from .kinds import DepKind, InstructionKind
 from .primitives.blockize import BlockizePrimitives
 from .primitives.cache import CachePrimitives
 from .primitives.compute_location import ComputeLocationPrimitives
@@ -12,6 +13,7 @@ from .primitives.reduction import ReductionPrimitives
 from .primitives.sampling import SamplingPrimitives
 from .rv import BlockRV, LoopRV
 from .schedule import ScheduleBase, Step
+from .state import BlockScope, Dependency, ScheduleDebugMask, ScheduleState, StmtSRef
 from .tensor_intrin import TensorIntrin
 from .trace import Instruction, Trace, TraceError
 
@@ -24,4 +26,5 @@ class Schedule(LoopPrimitives, ForKindPrimitives, ComputeLocationPrimitives, Inl
 
 
 __all__ = ["Schedule", "BlockRV", "LoopRV", "Trace", "TraceError", "Instruction", "Step",
-           "TensorIntrin"] + errors.__all__
+           "TensorIntrin", "DepKind", "InstructionKind", "BlockScope", "Dependency",
+           "ScheduleDebugMask", "ScheduleState", "StmtSRef"] + errors.__all__

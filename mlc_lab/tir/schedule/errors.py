@@ -2,19 +2,46 @@
 the rule, and shows the function with the culprit underlined."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
+from ...ir.errors import TVMError
 from ...ir.node import printer
 
+RENDER_LEVELS = ("detail", "fast", "none")
+_render_level = contextvars.ContextVar("schedule_error_render_level", default="detail")
 
-class ScheduleError(Exception):
-    """Base class of every error a schedule primitive raises on misuse."""
+
+@contextlib.contextmanager
+def render_level(level: str):
+    """Errors raised inside render at ``level`` (``tir.Schedule(error_render_level=...)``):
+    "detail" names the rule and prints the function with the culprit underlined, "fast" gives the
+    error class's one-line summary without printing anything, "none" says "(not rendered)"."""
+    if level not in RENDER_LEVELS:
+        raise ValueError(f'error_render_level can be "detail", "fast", or "none", got {level!r}')
+    token = _render_level.set(level)
+    try:
+        yield
+    finally:
+        _render_level.reset(token)
+
+
+class ScheduleError(TVMError):
+    """Base class of every error a schedule primitive raises on misuse (a ``TVMError``, as in
+    the reference compiler)."""
 
     def __init__(self, primitive: str, rule: str, func=None, culprits=(), func_name: str | None = None):
         self.primitive, self.rule, self.func, self.culprits = primitive, rule, func, tuple(culprits)
         self.func_name = func_name
-        super().__init__(self._format())
+        super().__init__(self._format(_render_level.get()))
 
-    def _format(self) -> str:
-        text = f"{type(self).__name__} in sch.{self.primitive}: {self.rule}"
+    def _format(self, level: str = "detail") -> str:
+        head = f"{type(self).__name__} in sch.{self.primitive}: "
+        if level == "none":
+            return head + "(not rendered)"
+        if level == "fast":
+            return head + " ".join((type(self).__doc__ or "").strip().split("\n\n")[0].split())
+        text = head + self.rule
         if self.func is not None:
             shown = printer().script(self.func, underline=self.culprits, name=self.func_name)
             text += "\n" + "\n".join("    " + line for line in shown.splitlines())
@@ -25,8 +52,19 @@ class InvalidHandleError(ScheduleError):
     """A BlockRV/LoopRV no longer names anything (e.g. the loop was split or fused away)."""
 
 
+class UnknownHandleError(InvalidHandleError, IndexError):
+    """The handle is not one of this schedule's: made by another schedule (or by a copy after
+    the copy was made), removed with sch.remove_rv, or a BlockRV()/LoopRV() that no instruction
+    bound. An IndexError too, as the reference compiler's symbol-table miss is."""
+
+
 class BlockNotFoundError(ScheduleError):
-    """No block with the requested name."""
+    """Cannot find a block with the specified name."""
+
+
+class UnknownFunctionError(BlockNotFoundError, ValueError):
+    """The schedule does not know which function to be working on: the module has several
+    functions and none is called "main" (call sch.work_on(func_name), or pass func_name)."""
 
 
 class NumericsChangedError(ScheduleError):
@@ -301,8 +339,14 @@ class ParameterBufferError(CacheError):
     """set_scope: the buffer is a parameter of the function, not an alloc_buffer."""
 
 
-class BufferNotAccessedError(LayoutError):
-    """transform_layout: the block does not access a buffer of that name."""
+class ConsumerBlockError(CacheError):
+    """cache_read/cache_write: a block of ``consumer_blocks`` is not in the scope of the cached
+    block, does not read the buffer, or sits where one copy cannot serve it."""
+
+
+class BufferNotAccessedError(LayoutError, CacheError):
+    """transform_layout, cache_read, cache_write, set_scope: the block does not access that
+    buffer (given by name or as a Buffer) the way the primitive needs."""
 
 
 class NotParamOrAllocError(LayoutError):

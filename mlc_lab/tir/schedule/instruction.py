@@ -4,6 +4,9 @@ from __future__ import annotations
 import functools
 import inspect
 
+from . import errors
+from .rv import BlockRV, LoopRV
+from .kinds import InstructionKind
 from .trace import Instruction
 
 
@@ -15,6 +18,7 @@ def instruction(method):
     """
     signature = inspect.signature(method)
     params = list(signature.parameters.values())[1:]
+    kind = []   # the InstructionKind, made on first use (the Schedule class must exist first)
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
@@ -32,10 +36,20 @@ def instruction(method):
                 keywords[p.name] = value
         mod_before = self._mod
         self._last_decision = None
-        result = method(self, *args, **kwargs)
+        level = self._error_render_level
+        if level == "detail":
+            result = method(self, *args, **kwargs)
+        else:
+            with errors.render_level(level):
+                result = method(self, *args, **kwargs)
         outputs = list(result) if isinstance(result, (list, tuple)) else result
-        inst = Instruction(method.__name__, positional, keywords, outputs, self._last_decision)
+        if not kind:
+            kind.append(InstructionKind.get(method.__name__))
+        inst = Instruction(kind[0], positional, keywords, outputs, self._last_decision)
         self.trace.insts.append(inst)
+        for out in outputs if isinstance(outputs, list) else [outputs]:
+            if isinstance(out, (BlockRV, LoopRV)):
+                self._made[id(out)] = out
         if self._mod is not mod_before:
             self._record_step()
         return result

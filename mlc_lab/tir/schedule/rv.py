@@ -10,20 +10,30 @@ from ..expr import Var
 
 @dataclass(frozen=True, eq=False)
 class BlockRV:
-    name: str
-    func_name: str
+    """A block handle. ``BlockRV()`` (no arguments, as the reference compiler writes it when it
+    builds a trace by hand) names no block yet: it stands for an instruction's output and is
+    bound when the trace is replayed on a schedule."""
+    name: str | None = None
+    func_name: str | None = None
+
+    def same_as(self, other) -> bool:
+        return self is other
 
     def __repr__(self) -> str:
-        return f'BlockRV("{self.name}")'
+        return "BlockRV()" if self.name is None else f'BlockRV("{self.name}")'
 
 
 @dataclass(frozen=True, eq=False)
 class LoopRV:
-    var: Var
-    func_name: str
+    """A loop handle; ``LoopRV()`` is an unbound one, as ``BlockRV()``."""
+    var: Var | None = None
+    func_name: str | None = None
+
+    def same_as(self, other) -> bool:
+        return self is other
 
     def __repr__(self) -> str:
-        return f"LoopRV({self.var.name})"
+        return "LoopRV()" if self.var is None else f"LoopRV({self.var.name})"
 
 
 class SampledInt(int):

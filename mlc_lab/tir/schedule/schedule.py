@@ -10,11 +10,13 @@ from ...ir import hooks
 from ...ir.module import IRModule
 from .. import stmt as S
 from ..function import PrimFunc
-from ..verify import VerifyError, verify
+from ..verify import VerifyError, verify, verify_block_names
 from . import errors
+from .errors import ScheduleError  # noqa: F401  (tvm.tir.schedule.schedule.ScheduleError)
 from .instruction import instruction
 from .func_index import FuncIndex, child_blocks, replace_stmts
-from .rv import BlockRV, LoopRV
+from .rv import BlockRV, LoopRV, SampledInt
+from .state import ScheduleState, StmtSRef
 from .trace import Trace
 
 
@@ -44,18 +46,25 @@ class ScheduleBase:
     when a step changed its results. ``debug_mask`` ("all" or a non-zero int, as in TVM, where
     the bits pick checks; here every value turns on the one check there is) verifies the module
     when the schedule is created and after every step, and names the step that broke it; None
-    follows the MLC_LAB_DEBUG environment variable, 0 turns it off.
+    follows the MLC_LAB_DEBUG environment variable, 0 or "none" turns it off.
+    ``error_render_level``: how errors read, "detail" (the rule and the function with the culprit
+    underlined), "fast" (the error's one-line summary, nothing printed) or "none".
     """
 
     def __init__(self, mod, *, seed: int | None = None, check_numerics: bool = False,
-                 debug_mask=None):
+                 debug_mask=None, error_render_level: str = "detail"):
         if isinstance(mod, PrimFunc):
             mod = IRModule({"main": mod})
         if not isinstance(mod, IRModule):
             raise TypeError(f"tir.Schedule expects an IRModule or PrimFunc, got {type(mod).__name__}")
+        if error_render_level not in errors.RENDER_LEVELS:
+            raise ValueError(f'tir.Schedule: error_render_level can be "detail", "fast", or "none", '
+                             f"got {error_render_level!r}")
+        self._error_render_level = error_render_level
         self.verify_steps = _verify_steps(debug_mask)
         if self.verify_steps:
             verify(mod)
+        verify_block_names(mod)   # handles name blocks: a repeated name would be ambiguous
         self._mod = mod
         self.trace = Trace()
         self.history: list[Step] = [Step("# initial module", mod)]
@@ -67,6 +76,12 @@ class ScheduleBase:
         # (function, block name) -> the name a primitive gave that block (decompose_reduction's
         # "<name>_update"), so handles taken before the rename still find it.
         self._renamed: dict = {}
+        # id -> handle: the BlockRVs/LoopRVs this schedule's instructions made (a handle that
+        # names nothing and is not one of them comes from elsewhere), and those remove_rv dropped.
+        self._made: dict = {}
+        self._removed: dict = {}
+        self._func_working_on: str | None = None
+        self._state: ScheduleState | None = None
 
     # -- the module ------------------------------------------------------------------------
     @property
@@ -84,14 +99,111 @@ class ScheduleBase:
         other._rng = np.random.default_rng(self._rng.integers(2**63))
         other._reference_results = dict(self._reference_results)
         other._renamed = dict(self._renamed)
+        other._made, other._removed = dict(self._made), dict(self._removed)
+        other._state = None   # the copy gets srefs of its own
         return other
 
     def _default_func_name(self) -> str:
+        """The function a query without ``func_name`` means: the one ``work_on`` chose, else
+        "main", else the only PrimFunc."""
+        if self._func_working_on is not None:
+            return self._func_working_on
         names = [gv.name_hint for gv in self._mod.functions
                  if isinstance(self._mod[gv], PrimFunc)]
-        if "main" in names or len(names) != 1:
+        if "main" in names or len(names) == 0:
             return "main"
-        return names[0]
+        if len(names) == 1:
+            return names[0]
+        raise errors.UnknownFunctionError(
+            "get_block", f"the schedule does not know which function to be working on: the module "
+            f"has {', '.join(names)} and none is called main; call sch.work_on(func_name) or pass "
+            "func_name")
+
+    @property
+    def func_working_on(self):
+        """The GlobalVar of the function queries without ``func_name`` use (None when the module
+        has several functions, none of them "main", and ``work_on`` has not chosen one)."""
+        try:
+            name = self._default_func_name()
+        except errors.UnknownFunctionError:
+            return None
+        return self._mod.get_global_var(name) if name in self._mod else None
+
+    @instruction
+    def work_on(self, func_name: str) -> None:
+        """Make ``func_name`` the function that ``get_block`` (without ``func_name``) looks in.
+
+        Raises: BlockNotFoundError when the module has no such function.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def add(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        ...     for i in range(4):
+        ...         with T.block("add"):
+        ...             vi = T.axis.spatial(4, i)
+        ...             B[vi] = A[vi] + T.float32(1)
+        >>> mod = mlc_lab.IRModule({"add": add, "add_2": add})
+        >>> sch = tir.Schedule(mod)
+        >>> sch.work_on("add_2")
+        >>> sch.get_block("add").func_name, sch.func_working_on
+        ('add_2', I.GlobalVar('add_2'))
+        """
+        if not isinstance(func_name, str) or not isinstance(self._mod[func_name] if func_name in
+                                                            self._mod else None, PrimFunc):
+            raise errors.BlockNotFoundError(
+                "work_on", f"the module has no PrimFunc {func_name!r}; it has "
+                f"{', '.join(gv.name_hint for gv in self._mod.functions)}")
+        self._func_working_on = func_name
+
+    @instruction
+    def enter_postproc(self) -> None:
+        """Mark where postprocessing starts: a trace replayed or simplified with
+        ``remove_postproc=True`` stops here. Changes nothing."""
+        return None
+
+    # -- the reference compiler's view: srefs ------------------------------------------------
+    @property
+    def state(self) -> ScheduleState:
+        """The ScheduleState of this schedule: srefs to its loops and blocks, the block scopes
+        and cached flags, following the module as the primitives change it."""
+        if self._state is None:
+            self._state = ScheduleState._following(self)
+        return self._state
+
+    def get_sref(self, rand_var_or_stmt) -> StmtSRef | None:
+        """The sref of a BlockRV (or block name), LoopRV, Block or For of the current module.
+
+        Raises: UnknownHandleError (an IndexError too) for a handle this schedule did not make
+        or removed; InvalidHandleError for a handle whose block or loop is gone."""
+        target = rand_var_or_stmt
+        if isinstance(target, LoopRV):
+            target = self._resolve_loop(target, "get_sref", "rand_var_or_stmt")[1]
+        elif isinstance(target, (BlockRV, str)):
+            target = self._resolve_block(target, "get_sref", "rand_var_or_stmt")[1].block
+        elif not isinstance(target, (S.Block, S.For, S.BlockRealize)):
+            raise TypeError(f"sch.get_sref expects a BlockRV, LoopRV, Block or For, got "
+                            f"{type(target).__name__}: {target!r}")
+        return self.state.get_sref(target)
+
+    def remove_rv(self, rand_var) -> None:
+        """Forget a handle (BlockRV, LoopRV or sampled value): using it afterwards raises
+        UnknownHandleError (an IndexError). The module does not change."""
+        self._made.pop(id(rand_var), None)
+        self._removed[id(rand_var)] = rand_var
+
+    def _adopt(self, mod: IRModule, call: str) -> None:
+        """Install ``mod`` made outside the primitives (``sch.state.replace``)."""
+        self._mod = mod
+        self.history.append(Step(call, mod))
+
+    def _unknown(self, rv, primitive: str, param: str) -> None:
+        """Raise UnknownHandleError when ``rv`` was removed or never bound."""
+        unbound = (isinstance(rv, BlockRV) and rv.name is None) or (isinstance(rv, LoopRV) and rv.var is None)
+        if unbound or id(rv) in self._removed:
+            why = ("is unbound (a BlockRV()/LoopRV() that no instruction made)" if unbound else
+                   "was removed with sch.remove_rv")
+            raise errors.UnknownHandleError(primitive, f"parameter {param!r}: the handle {rv!r} {why}")
 
     def _func(self, func_name: str) -> PrimFunc:
         return self._mod[func_name]
@@ -105,6 +217,7 @@ class ScheduleBase:
         if self.verify_steps:
             try:
                 verify(new_func)
+                verify_block_names(new_func)
             except VerifyError as err:
                 raise VerifyError(f"sch.{primitive} produced ill-formed IR: {err}", err.func_name,
                                   err.node, err.rule) from None
@@ -125,12 +238,18 @@ class ScheduleBase:
         if not isinstance(block, BlockRV):
             raise TypeError(f"sch.{primitive}: parameter '{param}' expects a BlockRV (from "
                             f"sch.get_block), got {type(block).__name__}: {block!r}")
-        index = self._index(block.func_name)
+        self._unknown(block, primitive, param)
+        index = self._index(block.func_name) if block.func_name in self._mod else None
         name = block.name
-        while name not in index.blocks and (block.func_name, name) in self._renamed:
+        while index is not None and name not in index.blocks and (block.func_name, name) in self._renamed:
             name = self._renamed[(block.func_name, name)]
-        realize = index.blocks.get(name)
+        realize = None if index is None else index.blocks.get(name)
         if realize is None:
+            if id(block) not in self._made:
+                raise errors.UnknownHandleError(
+                    primitive, f"parameter {param!r}: {block!r} names no block of this schedule's "
+                    f"function {block.func_name} and was not made by it (it comes from another "
+                    "schedule, or from a copy made later)")
             raise errors.InvalidHandleError(
                 primitive, f'block "{block.name}" no longer exists in function {block.func_name} '
                 "(an earlier primitive removed or replaced it)", self._func(block.func_name),
@@ -142,9 +261,15 @@ class ScheduleBase:
         if not isinstance(loop, LoopRV):
             raise TypeError(f"sch.{primitive}: parameter '{param}' expects a LoopRV (from "
                             f"sch.get_loops or sch.split), got {type(loop).__name__}: {loop!r}")
-        index = self._index(loop.func_name)
-        node = index.loops.get(id(loop.var))
+        self._unknown(loop, primitive, param)
+        index = self._index(loop.func_name) if loop.func_name in self._mod else None
+        node = None if index is None else index.loops.get(id(loop.var))
         if node is None:
+            if id(loop) not in self._made:
+                raise errors.UnknownHandleError(
+                    primitive, f"parameter {param!r}: {loop!r} names no loop of this schedule's "
+                    f"function {loop.func_name} and was not made by it (it comes from another "
+                    "schedule, or from a copy made later)")
             raise errors.InvalidHandleError(
                 primitive, f"loop {loop.var.name} no longer exists in function {loop.func_name} "
                 "(an earlier split/fuse/compute_at replaced it; get fresh handles with sch.get_loops)",
@@ -163,11 +288,15 @@ class ScheduleBase:
     def get(self, rv):
         """The IR behind a handle, as it is now: the Block of a BlockRV (or block name), the For
         of a LoopRV; a sampled value (already a plain int) is returned as it is."""
+        if isinstance(rv, StmtSRef):
+            return rv.stmt
         if isinstance(rv, LoopRV):
             return self._resolve_loop(rv, "get", "rv")[1]
         if isinstance(rv, (BlockRV, str)):
             return self._resolve_block(rv, "get", "rv")[1].block
         if isinstance(rv, int):
+            if isinstance(rv, SampledInt):
+                self._unknown(rv, "get", "rv")
             return rv
         raise TypeError(f"sch.get: expects a BlockRV, a LoopRV or a sampled value, got "
                         f"{type(rv).__name__}: {rv!r}")
@@ -177,7 +306,7 @@ class ScheduleBase:
     def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
         """The block called ``name`` in function ``func_name`` (default: the only/main function).
 
-        Requires: a block of that name exists (the implicit root block cannot be fetched).
+        Requires: a block of that name exists ("root" is the function's outermost block).
         Returns: a BlockRV, valid while the block exists.
         Raises: BlockNotFoundError (naming the blocks there are, and the closest match).
 
@@ -211,7 +340,7 @@ class ScheduleBase:
                 "get_block", f"the module has no function {func_name!r}; it has "
                 f"{', '.join(gv.name_hint for gv in self._mod.functions)}")
         index = self._index(func_name)
-        if name not in index.blocks or name == "root":
+        if name not in index.blocks:
             names = [n for n in index.blocks if n != "root"]
             close = difflib.get_close_matches(name, names, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -327,6 +456,39 @@ class ScheduleBase:
         """
         return self._neighbours(block, "get_consumers", producers=False)
 
+    @instruction
+    def get_output_blocks(self, scope_block) -> list[BlockRV]:
+        """The blocks under ``scope_block`` (at any depth) that write a buffer their own scope
+        does not allocate: the blocks whose results leave their scope, in program order.
+
+        Returns: a list of BlockRV.
+
+        Example:
+
+        >>> @T.prim_func
+        ... def scale(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32")):
+        ...     for i, j in T.grid(4, 4):
+        ...         with T.block("B"):
+        ...             vi, vj = T.axis.remap("SS", [i, j])
+        ...             B[vi, vj] = A[vi, vj] * T.float32(3)
+        >>> sch = tir.Schedule(scale)
+        >>> sch.blockize(sch.get_loops("B")[1])
+        BlockRV("B_o")
+        >>> sch.get_output_blocks("root"), sch.get_output_blocks("B_o")
+        ([BlockRV("B_o"), BlockRV("B")], [BlockRV("B")])
+        """
+        func_name, realize, _ = self._resolve_block(scope_block, "get_output_blocks", "scope_block")
+        found = []
+
+        def visit(scope):
+            allocated = {id(b) for b in scope.block.alloc_buffers}
+            for child in child_blocks(scope):
+                if any(id(w.buffer) not in allocated for w in child.block.writes):
+                    found.append(child)
+                visit(child)
+        visit(realize)
+        return [self._block_rv(r, func_name) for r in found]
+
     def _neighbours(self, block, primitive: str, producers: bool) -> list[BlockRV]:
         func_name, realize, index = self._resolve_block(block, primitive)
         found = index.producers(realize) if producers else index.consumers(realize)
@@ -366,8 +528,8 @@ class ScheduleBase:
 def _verify_steps(debug_mask) -> bool:
     if debug_mask is None:
         return debug_enabled()
-    if debug_mask == "all":
-        return True
+    if debug_mask in ("all", "none"):
+        return debug_mask == "all"
     if isinstance(debug_mask, int) and not isinstance(debug_mask, bool):
         return debug_mask != 0
-    raise TypeError(f"tir.Schedule: debug_mask expects \"all\", an int or None, got {debug_mask!r}")
+    raise TypeError(f"tir.Schedule: debug_mask expects \"all\", \"none\", an int or None, got {debug_mask!r}")

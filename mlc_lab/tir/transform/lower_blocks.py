@@ -9,6 +9,7 @@ from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import StmtExprMutator
 from .prim_func_pass import is_const, loop_range, prim_func_pass
+from .flatten_buffer import row_major_strides
 from .lower_init_block import lower_init_block
 
 
@@ -59,13 +60,24 @@ class _LowerBlocks(StmtExprMutator):
         source, buffer = match.source, match.buffer
         extents = [simplify(self.visit(r.extent), self.ranges) for r in source.region]
         kept = len(extents) - buffer.ndim
-        if kept < 0 or not all(is_const(e, 1) for e in extents[:kept]) or buffer.strides:
+        if kept < 0 or not all(is_const(e, 1) for e in extents[:kept]):
             raise NotImplementedError(f"lower_blocks: match_buffer {buffer.name} is not a dense "
                                       f"view of its region of {source.buffer.name}")
         for dim, extent in zip(buffer.shape, extents[kept:]):
             if isinstance(dim, E.Var):
                 self.mapping[dim] = extent
         real, corner = self.access(source.buffer, [r.min for r in source.region])
+        # The view is indexed through the storage it lies in, so it has that storage's strides:
+        # declared ones must be those (a stride variable is bound to its value).
+        actual = row_major_strides(real)[len(real.shape) - buffer.ndim:] if buffer.strides else []
+        for declared, stride in zip(buffer.strides, actual):
+            stride = E.const(1, declared.dtype) if stride is None else stride   # None: the last, 1
+            if isinstance(declared, E.Var):
+                self.mapping[declared] = stride
+            elif not is_const(simplify(declared - stride), 0):
+                raise NotImplementedError(f"lower_blocks: match_buffer {buffer.name} declares the "
+                                          f"strides {buffer.strides}, but its region of "
+                                          f"{source.buffer.name} has other strides")
         self.matched[id(buffer)] = (real, corner)
 
     def access(self, buffer, indices):

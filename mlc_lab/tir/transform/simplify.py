@@ -70,7 +70,7 @@ class _Simplify(StmtExprMutator):
 
     def visit_Allocate(self, s):
         body = self.visit(s.body)
-        return None if body is None else S.Allocate(s.buffer, body)
+        return None if body is None else s.replace(body=body)   # an AllocateConst keeps its data
 
     def visit_Evaluate(self, s):
         value = self.visit(s.value)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ....arith import simplify
 from ....arith.bound import int_bound
 from ....arith.simplify import Linear, from_linear, linear_form
+from ....ir import structural_equal
 from .. import errors
 from ... import expr as E
 from ... import stmt as S
@@ -35,8 +36,14 @@ class BlockizePrimitives:
         loops under ``target``, or has the form ``outer_expr * c + inner_expr`` with ``inner_expr``
         in ``[0, c)``.
 
-        Parameters: target (LoopRV); preserve_unit_iters (bool: when False, loops of extent 1
-        are treated as the constant 0 in the bindings).
+        Given a list of blocks instead, their loop nests (sibling entries of one loop's or
+        block's body, in order, each a chain of loops down to its block) go into one outer block
+        named ``outer_<block>_<block>_``; each block is divided as above over its own loops, the
+        outer iterators are the first block's, and every other block's outer parts must be 0 or
+        equal to one of them.
+
+        Parameters: target (LoopRV, or a list of BlockRV); preserve_unit_iters (bool: when
+        False, loops of extent 1 are treated as the constant 0 in the bindings).
         Returns: the new outer block (BlockRV).
         Raises (all BlockizeError): NotSingleBlockChainError, NotDivisibleError.
 
@@ -65,6 +72,10 @@ class BlockizePrimitives:
                         T.writes(B[vi_o * 16 + vi_i])
                         B[vi_o * 16 + vi_i] = A[vi_o * 16 + vi_i] * T.float32(2)
         """
+        if isinstance(target, (list, tuple)):
+            func_name, old, outer = _blockize_blocks(self, list(target), preserve_unit_iters)
+            self._replace(func_name, {id(old): outer[0]}, "blockize")
+            return BlockRV(outer[1], func_name)
         func_name, loop, index = self._resolve_loop(target, "blockize", "target")
         outer = _blockize(loop, index, self._func(func_name), preserve_unit_iters, "blockize")
         self._replace(func_name, {id(loop): outer}, "blockize")
@@ -167,38 +178,9 @@ def _blockize(loop: S.For, index, func, preserve_unit_iters: bool, primitive: st
             primitive, f"under loop {loop.loop_var.name} there must be a chain of loops ending in a "
             f"single block; found {_describe(node)}", func, [loop])
     realize, block = node, node.block
-    inner_vars = {id(lp.loop_var) for lp in loops}
     all_loops = [a for a in index.path(loop) if isinstance(a, S.For)] + loops
-    ranges = loop_ranges(all_loops)
-    unit = {lp.loop_var: lp.min for lp in all_loops if const_int(simplify(lp.extent)) == 1}
-    outer_ivs, outer_values, inner_ivs, inner_values, sub = [], [], [], [], {}
-    for iv, value in zip(block.iter_vars, realize.iter_values):
-        if not preserve_unit_iters and unit:
-            value = simplify(substitute(value, unit))
-        parts = _divide(iv, simplify(value), inner_vars, ranges)
-        if parts is None:
-            raise errors.NotDivisibleError(
-                primitive, f'the binding {iv.var.name} = {value} of block "{block.name_hint}" cannot '
-                f"be divided into outer * c + inner with the inner part using only the loops under "
-                f"loop {loop.loop_var.name} ({', '.join(lp.loop_var.name for lp in loops)})",
-                func, [realize])
-        outer_value, outer_extent, inner_value, inner_dom = parts
-        if inner_value is None:
-            outer_ivs.append(iv)
-            outer_values.append(outer_value)
-            continue
-        dtype = iv.var.dtype
-        var_o, var_i = E.Var(iv.var.name + "_o", dtype), E.Var(iv.var.name + "_i", dtype)
-        outer_ivs.append(S.IterVar(var_o, S.Range(E.const(0, dtype), E.const(outer_extent, dtype)),
-                                   iv.iter_type))
-        outer_values.append(outer_value)
-        inner_ivs.append(S.IterVar(var_i, inner_dom, iv.iter_type))
-        inner_values.append(inner_value)
-        sub[iv.var] = var_i if outer_extent == 1 else var_o * E.const(inner_dom.extent.value, dtype) + var_i
-    inner_predicate, outer_predicate = _divide_predicate(
-        realize, loops, all_loops, outer_ivs, outer_values, func, primitive)
-    inner_block = _substituted_block(block, sub, inner_ivs)
-    inner = S.BlockRealize(tuple(inner_values), inner_predicate, inner_block)
+    outer_ivs, outer_values, inner, outer_predicate, sub = _divide_block(
+        realize, loops, all_loops, func, preserve_unit_iters, primitive, loop.loop_var.name)
     taken = set(index.blocks)
     init = None
     if block.init is not None:
@@ -213,6 +195,152 @@ def _blockize(loop: S.For, index, func, preserve_unit_iters: bool, primitive: st
     reads, writes = block_access_regions(outer_block)
     outer_block = outer_block.replace(reads=reads, writes=writes)
     return S.BlockRealize(tuple(outer_values), outer_predicate, outer_block)
+
+
+def _divide_block(realize, loops, all_loops, func, preserve_unit_iters: bool, primitive: str,
+                  where: str, keep_init: bool = False):
+    """(outer iterators, their bindings, the inner BlockRealize, the outer predicate, the
+    substitution of the block's iterators) when ``realize``'s bindings are divided between the
+    ``loops`` inside the new outer block and the rest of ``all_loops`` (outermost first).
+    ``keep_init``: the inner block keeps its init (else the outer block takes it over)."""
+    block = realize.block
+    inner_vars = {id(lp.loop_var) for lp in loops}
+    ranges = loop_ranges(all_loops)
+    unit = {lp.loop_var: lp.min for lp in all_loops if const_int(simplify(lp.extent)) == 1}
+    outer_ivs, outer_values, inner_ivs, inner_values, sub = [], [], [], [], {}
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        if not preserve_unit_iters and unit:
+            value = simplify(substitute(value, unit))
+        parts = _divide(iv, simplify(value), inner_vars, ranges)
+        if parts is None:
+            raise errors.NotDivisibleError(
+                primitive, f'the binding {iv.var.name} = {value} of block "{block.name_hint}" cannot '
+                f"be divided into outer * c + inner with the inner part using only the loops under "
+                f"{where} ({', '.join(lp.loop_var.name for lp in loops)})",
+                func, [realize])
+        outer_value, outer_extent, inner_value, inner_dom = parts
+        if inner_value is None:
+            outer_ivs.append(iv)
+            outer_values.append(outer_value)
+            if const_int(simplify(iv.dom.extent)) == 1:
+                sub[iv.var] = iv.dom.min   # an iterator of one value is that value
+            continue
+        dtype = iv.var.dtype
+        var_o, var_i = E.Var(iv.var.name + "_o", dtype), E.Var(iv.var.name + "_i", dtype)
+        outer_ivs.append(S.IterVar(var_o, S.Range(E.const(0, dtype), E.const(outer_extent, dtype)),
+                                   iv.iter_type))
+        outer_values.append(outer_value)
+        inner_ivs.append(S.IterVar(var_i, inner_dom, iv.iter_type))
+        inner_values.append(inner_value)
+        sub[iv.var] = var_i if outer_extent == 1 else var_o * E.const(inner_dom.extent.value, dtype) + var_i
+    inner_predicate, outer_predicate = _divide_predicate(
+        realize, loops, all_loops, outer_ivs, outer_values, func, primitive)
+    if keep_init:
+        subst = SimplifyingSubstitute(sub)
+        inner_block = block.replace(iter_vars=tuple(inner_ivs), body=subst.visit(block.body),
+                                    init=None if block.init is None else subst.visit(block.init),
+                                    reads=subst.visit(block.reads), writes=subst.visit(block.writes),
+                                    match_buffers=subst.visit(block.match_buffers))
+    else:
+        inner_block = _substituted_block(block, sub, inner_ivs)
+    inner = S.BlockRealize(tuple(inner_values), inner_predicate, inner_block)
+    return outer_ivs, outer_values, inner, outer_predicate, sub
+
+
+def _blockize_blocks(sch, blocks: list, preserve_unit_iters: bool):
+    """(function name, the statement to replace, (its replacement, the outer block's name)) for
+    blockize of several blocks."""
+    primitive = "blockize"
+    if not blocks:
+        raise ValueError("sch.blockize: the list of blocks is empty")
+    resolved = [sch._resolve_block(b, primitive, "target") for b in blocks]
+    func_name, _, index = resolved[0]
+    func = sch._func(func_name)
+    realizes = []
+    for name, realize, _ in resolved:
+        if name != func_name:
+            raise errors.NotSingleBlockChainError(
+                primitive, "the blocks are in different functions", func, [realize.block])
+        if not any(r is realize for r in realizes):
+            realizes.append(realize)
+    paths = [index.path(r) for r in realizes]
+    common = 0
+    while all(len(p) > common and p[common] is paths[0][common] for p in paths):
+        common += 1
+    if common == 0:
+        raise errors.NotSingleBlockChainError(
+            primitive, "the blocks share no enclosing loop or block", func, [r.block for r in realizes])
+    lca = paths[0][common - 1]
+    body = lca.block.body if isinstance(lca, S.BlockRealize) else lca.body
+    entries = list(body.seq) if isinstance(body, S.SeqStmt) else [body]
+    tops = []
+    for realize, path in zip(realizes, paths):
+        chain = path[common:] + [realize]
+        if any(not isinstance(c, S.For) or c.body is not nxt for c, nxt in zip(chain, chain[1:])):
+            raise errors.NotSingleBlockChainError(
+                primitive, f'block "{realize.block.name_hint}" is not alone under the loops between '
+                "it and the loop or block all the blocks share", func, [realize.block])
+        position = next((k for k, e in enumerate(entries) if e is chain[0]), None)
+        if position is None or position in [t[0] for t in tops]:
+            raise errors.NotSingleBlockChainError(
+                primitive, f'block "{realize.block.name_hint}" does not have a loop nest of its own '
+                "in the body the blocks share", func, [realize.block])
+        tops.append((position, realize, [c for c in chain if isinstance(c, S.For)]))
+    tops.sort(key=lambda t: t[0])
+    positions = [t[0] for t in tops]
+    if positions != list(range(positions[0], positions[0] + len(positions))):
+        raise errors.NotSingleBlockChainError(
+            primitive, "the blocks' loop nests are not consecutive statements: blockize would "
+            "move the statements between them", func, [t[1].block for t in tops])
+    above = [a for a in paths[0][:common] if isinstance(a, S.For)]
+    outer_ivs = outer_values = None
+    parts = []
+    for _, realize, loops in tops:
+        ivs, values, inner, predicate, _ = _divide_block(
+            realize, loops, above + loops, func, preserve_unit_iters, primitive,
+            f'block "{realize.block.name_hint}"', keep_init=True)
+        if not (isinstance(predicate, E.IntImm) and predicate.value):
+            raise errors.BlockizePredicateError(
+                primitive, f'the predicate of block "{realize.block.name_hint}" constrains the loops '
+                "outside the new block, which blockize of several blocks cannot share", func, [realize])
+        if outer_ivs is None:
+            outer_ivs, outer_values = ivs, values
+        else:
+            inner = _onto_outer(inner, ivs, values, outer_ivs, outer_values, func, primitive)
+        if realize.block.init is not None and any(iv.iter_type != "spatial" for iv in outer_ivs):
+            raise errors.NotDivisibleError(
+                primitive, f'block "{realize.block.name_hint}" is a reduction whose reduce '
+                "iterators reach outside the new block; blockize of several blocks keeps each init "
+                "inside", func, [realize])
+        stmt = inner
+        for lp in reversed(loops):
+            stmt = lp.replace(body=stmt)
+        parts.append(stmt)
+    name = _unique_name("outer_" + "".join(t[1].block.name_hint + "_" for t in tops), set(index.blocks))
+    outer_block = S.Block(name, tuple(outer_ivs), (), (), S.seq(*parts))
+    reads, writes = block_access_regions(outer_block)
+    outer = S.BlockRealize(tuple(outer_values), E.const(True), outer_block.replace(reads=reads, writes=writes))
+    if len(entries) == len(tops):
+        return func_name, body, (outer, name)
+    new_entries = entries[:positions[0]] + [outer] + entries[positions[-1] + 1:]
+    return func_name, body, (S.SeqStmt(tuple(new_entries)), name)
+
+
+def _onto_outer(inner, ivs, values, outer_ivs, outer_values, func, primitive: str):
+    """``inner`` with its own outer iterators (``ivs`` bound to ``values``) replaced by the
+    shared ones bound to the same value; a unit one bound to 0 needs none."""
+    sub = {}
+    for iv, value in zip(ivs, values):
+        if const_int(simplify(value)) == 0 and const_int(simplify(iv.dom.extent)) == 1:
+            sub[iv.var] = E.const(0, iv.var.dtype)
+            continue
+        match = next((o for o, v in zip(outer_ivs, outer_values) if structural_equal(v, value)), None)
+        if match is None:
+            raise errors.NotDivisibleError(
+                primitive, f'block "{inner.block.name_hint}" needs the outer iterator {iv.var.name} '
+                f"= {value}, which the first block's outer iterators do not have", func, [inner])
+        sub[iv.var] = match.var
+    return substitute_and_simplify(inner, sub) if sub else inner
 
 
 def _divide(iv: S.IterVar, value, inner_vars: set, ranges: dict):

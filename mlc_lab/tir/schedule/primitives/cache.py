@@ -2,6 +2,8 @@
 next to an existing one (shared with the reduction primitives)."""
 from __future__ import annotations
 
+import inspect
+
 from ...analysis import block_access_regions
 from ...buffer import Buffer, check_scope
 from ... import expr as E
@@ -14,13 +16,12 @@ from ..func_index import StmtReplacer
 from ..rv import BlockRV
 from .scope import all_blocks_under, writers_in_scope
 from .block_domain import block_var_domains, realize_over
-from .region import Interval, relax_region
+from .region import Interval, relax_region, union_regions
 
 
 class CachePrimitives:
 
-    @instruction
-    def cache_read(self, block, read_buffer_index: int, storage_scope: str):
+    def cache_read(self, block, read_buffer_index, storage_scope: str, consumer_blocks=None):
         """Read a buffer through a cache: a new block copies it into ``<name>_<scope>`` and
         ``block`` reads the copy instead.
 
@@ -28,16 +29,23 @@ class CachePrimitives:
         and is placed right before the loop nest of ``block`` in the enclosing block (when the
         buffer's producer shares that loop nest, just before ``block``'s part of it, copying the
         region ``block`` reads). The new buffer is allocated in the enclosing block. Only ``block``
-        is redirected; other readers keep reading the original buffer.
+        is redirected; other readers keep reading the original buffer. With ``consumer_blocks``,
+        exactly those blocks (and the blocks inside them) read the copy instead, ``block`` only
+        naming the buffer: the copy goes before the first of them and holds what they all read.
 
-        Requires: ``read_buffer_index`` indexes ``block``'s reads; a known storage scope
-        ("global", "shared", "shared.dyn", "local", "warp"); ``block`` does not write the buffer;
-        at most one block of the scope writes it (after decompose_reduction, cache before it).
+        Requires: ``read_buffer_index`` indexes ``block``'s reads (or is the name of a buffer it
+        reads, or that Buffer; the trace records the index); a known storage scope ("global",
+        "shared", "shared.dyn", "local", "warp"); the blocks redirected do not write the buffer;
+        at most one block of the scope writes it (after decompose_reduction, cache before it);
+        consumer blocks are in ``block``'s scope, read the buffer, and, when there are several,
+        the first is not in a loop nest the writer shares.
 
-        Parameters: block (BlockRV), read_buffer_index (int), storage_scope (str).
+        Parameters: block (BlockRV), read_buffer_index (int, str or Buffer), storage_scope (str),
+        consumer_blocks (list of BlockRV or block names, optional).
         Returns: the copy block.
-        Raises (all CacheError): BufferIndexOutOfRangeError, UnknownStorageScopeError,
-        BufferWrittenByBlockError, NotSingleWriterError.
+        Raises (all CacheError): BufferIndexOutOfRangeError, BufferNotAccessedError,
+        UnknownStorageScopeError, BufferWrittenByBlockError, NotSingleWriterError,
+        ConsumerBlockError.
 
         Example:
 
@@ -68,53 +76,53 @@ class CachePrimitives:
                     T.writes(B[vi, vj])
                     B[vi, vj] = A_shared[vi, vj] * T.float32(2)
         """
-        primitive = "cache_read"
-        func_name, realize, index = self._resolve_block(block, primitive)
-        func = self._func(func_name)
-        buffer = _nth_buffer(realize, read_buffer_index, "read", primitive, func)
-        _check_scope(storage_scope, primitive, func, realize)
-        name = realize.block.name_hint
-        if any(w.buffer is buffer for w in realize.block.writes):
-            raise errors.BufferWrittenByBlockError(
-                primitive, f'block "{name}" both reads and writes buffer {buffer.name}; cache_read '
-                "only redirects reads, use cache_write for a buffer the block writes",
-                func, [realize.block])
-        scope = index.parent_block(realize)
-        writers = writers_in_scope(scope, buffer)
-        nested = {id(inner) for w in writers for inner in all_blocks_under(w)}
-        outermost = [w for w in writers if id(w) not in nested]
-        if len(outermost) > 1:
-            raise errors.NotSingleWriterError(
-                primitive, f"buffer {buffer.name} is written by "
-                f"{', '.join(repr(w.block.name_hint) for w in outermost)}; cache_read copies a "
-                "buffer with one writer (or none) in the scope", func, [w.block for w in outermost])
-        site = StageSite.find(scope, realize, lambda item: not _contains_any(item, writers))
-        cache = _new_buffer(func, buffer, storage_scope)
-        region = site.relaxed_region(realize, realize.block.reads[read_buffer_index])
-        copy_name = unique_block_name(index, cache.name)
-        copy = copy_stage(copy_name, buffer, cache, region, site.known())
-        new_realize = swap_buffer(realize, buffer, cache)
-        new_scope = site.insert(copy, new_realize, after=False, alloc=cache)
-        self._replace(func_name, {id(scope): new_scope}, primitive)
-        return BlockRV(copy_name, func_name)
+        read_buffer_index = self._buffer_index(block, read_buffer_index, "read", "cache_read")
+        extra = {"consumer_blocks": list(consumer_blocks)} if consumer_blocks else {}
+        return self._traced_cache_read(block, read_buffer_index, storage_scope, **extra)
 
-    @instruction
-    def cache_write(self, block, write_buffer_index: int, storage_scope: str):
+    def _buffer_index(self, block, buffer, kind: str, primitive: str):
+        """``buffer`` as an index into ``block``'s reads (``kind`` "read") or writes: a buffer
+        name or a Buffer becomes the index of its region; an index is left as it is."""
+        if not isinstance(buffer, (str, Buffer)):
+            return buffer
+        if isinstance(buffer, str) and not buffer.isidentifier():
+            raise TypeError(f"sch.{primitive}: parameter '{kind}_buffer_index' expects an int, a "
+                            f"buffer name or a Buffer, got the str {buffer!r}, which is no name")
+        _, realize, _ = self._resolve_block(block, primitive)
+        regions = realize.block.reads if kind == "read" else realize.block.writes
+        for k, region in enumerate(regions):
+            if region.buffer is buffer or region.buffer.name == buffer:
+                return k
+        shown = buffer if isinstance(buffer, str) else buffer.name
+        raise errors.BufferNotAccessedError(
+            primitive, f'block "{realize.block.name_hint}" does not {kind} a buffer {shown!r} (it '
+            f"{kind}s {', '.join(r.buffer.name for r in regions) or 'none'})",
+            self._func(block.func_name if isinstance(block, BlockRV) else self._default_func_name()),
+            [realize.block])
+
+
+    def cache_write(self, block, write_buffer_index, storage_scope: str, consumer_blocks=None):
         """Write a buffer through a cache: ``block`` writes ``<name>_<scope>`` instead, and a new
         block of the same name copies the result back to the original buffer.
 
         The write-back block gets its own loop nest over the region ``block`` writes and is placed
         right after ``block``'s loop nest (inside a shared loop nest when a consumer of the
-        buffer shares it). The new buffer is allocated in the enclosing block.
+        buffer shares it). The new buffer is allocated in the enclosing block. The blocks of
+        ``consumer_blocks`` (and those inside them) read the cache directly; the others read the
+        original buffer.
 
-        Requires: ``write_buffer_index`` indexes ``block``'s writes; a known storage scope;
-        ``block`` is the only writer of the buffer in its scope and does not read it (other than
-        as the accumulator of a reduction with ``T.init``).
+        Requires: ``write_buffer_index`` indexes ``block``'s writes (or is the name of a buffer it
+        writes, or that Buffer; the trace records the index); a known storage scope; ``block`` is
+        the only writer of the buffer in its scope and does not read it (other than as the
+        accumulator of a reduction with ``T.init``); consumer blocks are in its scope and read
+        the buffer.
 
-        Parameters: block (BlockRV), write_buffer_index (int), storage_scope (str).
+        Parameters: block (BlockRV), write_buffer_index (int, str or Buffer), storage_scope (str),
+        consumer_blocks (list of BlockRV or block names, optional).
         Returns: the write-back block.
-        Raises (all CacheError): BufferIndexOutOfRangeError, UnknownStorageScopeError,
-        NotSingleWriterError, NotCompleteOrReductionBlockError.
+        Raises (all CacheError): BufferIndexOutOfRangeError, BufferNotAccessedError,
+        UnknownStorageScopeError, NotSingleWriterError, NotCompleteOrReductionBlockError,
+        ConsumerBlockError.
 
         Example:
 
@@ -145,6 +153,11 @@ class CachePrimitives:
                     T.writes(B[v0, v1])
                     B[v0, v1] = B_local[v0, v1]
         """
+        write_buffer_index = self._buffer_index(block, write_buffer_index, "write", "cache_write")
+        extra = {"consumer_blocks": list(consumer_blocks)} if consumer_blocks else {}
+        return self._traced_cache_write(block, write_buffer_index, storage_scope, **extra)
+
+    def _cache_write(self, block, write_buffer_index: int, storage_scope: str, consumer_blocks=None):
         primitive = "cache_write"
         func_name, realize, index = self._resolve_block(block, primitive)
         func = self._func(func_name)
@@ -180,19 +193,23 @@ class CachePrimitives:
         copy = copy_stage(copy_name, cache, buffer, region, known, predicate=and_all(skipped))
         new_realize = swap_buffer(realize, buffer, cache)
         new_scope = site.insert(copy, new_realize, after=True, alloc=cache)
+        if consumer_blocks:
+            readers = _consumers(self, consumer_blocks, buffer, scope, index, primitive, func)
+            new_scope = StmtReplacer({id(r): swap_buffer(r, buffer, cache) for r in readers
+                                      if r is not realize}).visit(new_scope)
         self._replace(func_name, {id(scope): new_scope}, primitive)
         return BlockRV(copy_name, func_name)
 
-    @instruction
-    def set_scope(self, block, buffer_index: int, storage_scope: str) -> None:
-        """Change the storage scope of the buffer ``block`` writes (its ``buffer_index``-th write).
+    def set_scope(self, block, buffer_index, storage_scope: str) -> None:
+        """Change the storage scope of the buffer ``block`` writes (its ``buffer_index``-th write,
+        or the written buffer of that name, or that Buffer; the trace records the index).
 
         Requires: the buffer is allocated inside the function (an alloc_buffer), not a parameter;
         a known storage scope.
 
-        Parameters: block (BlockRV), buffer_index (int), storage_scope (str).
-        Raises (all CacheError): BufferIndexOutOfRangeError, UnknownStorageScopeError,
-        ParameterBufferError.
+        Parameters: block (BlockRV), buffer_index (int, str or Buffer), storage_scope (str).
+        Raises (all CacheError): BufferIndexOutOfRangeError, BufferNotAccessedError,
+        UnknownStorageScopeError, ParameterBufferError.
 
         Example:
 
@@ -212,6 +229,10 @@ class CachePrimitives:
         >>> print(sch.mod["main"].script().splitlines()[4])
             B = T.alloc_buffer((8,), scope="shared")
         """
+        buffer_index = self._buffer_index(block, buffer_index, "write", "set_scope")
+        return self._traced_set_scope(block, buffer_index, storage_scope)
+
+    def _set_scope(self, block, buffer_index: int, storage_scope: str) -> None:
         primitive = "set_scope"
         func_name, realize, index = self._resolve_block(block, primitive)
         func = self._func(func_name)
@@ -230,6 +251,108 @@ class CachePrimitives:
         new_body = _BufferSwap(buffer, buffer.replace(scope=storage_scope)).visit(func.body)
         self._update(func_name, func.replace(body=new_body), primitive)
         return None
+
+
+def _cache_read(self, block, read_buffer_index: int, storage_scope: str, consumer_blocks=None):
+    primitive = "cache_read"
+    func_name, realize, index = self._resolve_block(block, primitive)
+    func = self._func(func_name)
+    buffer = _nth_buffer(realize, read_buffer_index, "read", primitive, func)
+    _check_scope(storage_scope, primitive, func, realize)
+    scope = index.parent_block(realize)
+    if consumer_blocks:
+        consumers = _consumers(self, consumer_blocks, buffer, scope, index, primitive, func)
+    else:
+        consumers = [realize]
+    for consumer in consumers:
+        if any(w.buffer is buffer for w in consumer.block.writes):
+            raise errors.BufferWrittenByBlockError(
+                primitive, f'block "{consumer.block.name_hint}" both reads and writes buffer '
+                f"{buffer.name}; cache_read only redirects reads, use cache_write for a buffer the "
+                "block writes", func, [consumer.block])
+    writers = writers_in_scope(scope, buffer)
+    nested = {id(inner) for w in writers for inner in all_blocks_under(w)}
+    outermost = [w for w in writers if id(w) not in nested]
+    if len(outermost) > 1:
+        raise errors.NotSingleWriterError(
+            primitive, f"buffer {buffer.name} is written by "
+            f"{', '.join(repr(w.block.name_hint) for w in outermost)}; cache_read copies a "
+            "buffer with one writer (or none) in the scope", func, [w.block for w in outermost])
+    first = consumers[0]
+    site = StageSite.find(scope, first, lambda item: not _contains_any(item, writers))
+    if consumer_blocks:
+        region = _consumed_region(site, consumers, buffer, index, scope, primitive, func)
+    else:
+        region = site.relaxed_region(realize, realize.block.reads[read_buffer_index])
+    cache = _new_buffer(func, buffer, storage_scope)
+    copy_name = unique_block_name(index, cache.name)
+    copy = copy_stage(copy_name, buffer, cache, region, site.known())
+    new_scope = site.insert(copy, swap_buffer(first, buffer, cache), after=False, alloc=cache)
+    others = {id(c): swap_buffer(c, buffer, cache) for c in consumers[1:]}
+    if others:
+        new_scope = StmtReplacer(others).visit(new_scope)
+    self._replace(func_name, {id(scope): new_scope}, primitive)
+    return BlockRV(copy_name, func_name)
+
+
+def _traced(method, name: str):
+    """``method`` as the traced instruction ``name``: its public wrapper normalises the
+    arguments (a buffer given by name becomes its index) so that traces replay from JSON."""
+    def call(self, *args, **kwargs):
+        return method(self, *args, **kwargs)
+    call.__name__ = call.__qualname__ = name
+    call.__signature__ = inspect.signature(method)
+    getattr(CachePrimitives, name).is_instruction = True
+    return instruction(call)
+
+
+CachePrimitives._traced_cache_read = _traced(_cache_read, "cache_read")
+CachePrimitives._traced_cache_write = _traced(CachePrimitives._cache_write, "cache_write")
+CachePrimitives._traced_set_scope = _traced(CachePrimitives._set_scope, "set_scope")
+
+
+def _consumers(sch, blocks, buffer, scope, index, primitive: str, func) -> list:
+    """The BlockRealizes of ``blocks`` (BlockRVs or names), in program order, each checked: in
+    ``scope`` and reading ``buffer``."""
+    found = []
+    for block in blocks:
+        _, realize, _ = sch._resolve_block(block, primitive, "consumer_blocks")
+        name = realize.block.name_hint
+        if index.parent_block(realize) is not scope:
+            raise errors.ConsumerBlockError(
+                primitive, f'consumer block "{name}" is not in the scope of the cached block',
+                func, [realize.block])
+        if not any(r.buffer is buffer for r in realize.block.reads):
+            raise errors.ConsumerBlockError(
+                primitive, f'consumer block "{name}" does not read buffer {buffer.name}',
+                func, [realize.block])
+        if not any(f is realize for f in found):
+            found.append(realize)
+    position = {id(node): k for k, node in enumerate(index.order)}
+    return sorted(found, key=lambda r: position[id(r)])
+
+
+def _consumed_region(site, consumers, buffer, index, scope, primitive: str, func) -> list:
+    """The union of what ``consumers`` read of ``buffer``, relaxed as the copy at ``site`` sees it:
+    over the loops below the site (a block outside the site's entry must come after it in the
+    scope's own sequence)."""
+    top = [scope.block.body] if not isinstance(scope.block.body, S.SeqStmt) else list(scope.block.body.seq)
+    regions = []
+    for consumer in consumers:
+        inside = _contains_any(site.item, [consumer])
+        if not inside and not any(site.item is entry for entry in top):
+            raise errors.ConsumerBlockError(
+                primitive, f'consumer block "{consumer.block.name_hint}" is outside the loop nest '
+                f'that the copy for "{consumers[0].block.name_hint}" goes in (it shares loops with '
+                f"the writer of {buffer.name}); cache for each consumer on its own",
+                func, [consumer.block])
+        known = site.known()
+        binding = {iv.var: v for iv, v in zip(consumer.block.iter_vars, consumer.iter_values)}
+        loops = {lp.loop_var: S.Range(lp.min, lp.extent) for lp in index.loops_above(consumer)
+                 if not any(lp.loop_var is v for v in known)}
+        regions += [relax_region(read, loops, known, binding, (consumer.predicate,))
+                    for read in consumer.block.reads if read.buffer is buffer]
+    return union_regions(regions, site.known())
 
 
 # -- placing a new stage ---------------------------------------------------------------------------
@@ -376,8 +499,8 @@ def swap_buffer(stmt, old, new):
 # -- small helpers ----------------------------------------------------------------------------------
 def _nth_buffer(realize, index, kind: str, primitive: str, func):
     if not isinstance(index, int) or isinstance(index, bool):
-        raise TypeError(f"sch.{primitive}: parameter '{kind}_buffer_index' expects an int, got "
-                        f"{type(index).__name__}: {index!r}")
+        raise TypeError(f"sch.{primitive}: parameter '{kind}_buffer_index' expects an int, a "
+                        f"buffer name or a Buffer, got {type(index).__name__}: {index!r}")
     regions = realize.block.reads if kind == "read" else realize.block.writes
     if not 0 <= index < len(regions):
         names = ", ".join(r.buffer.name for r in regions) or "none"

@@ -268,6 +268,14 @@ class LoopPrimitives:
                     f'block "{realize.block.name_hint}", so moving it would let the block\'s init run '
                     "after updates of the same element; split or fuse so that each loop feeds one kind "
                     "of iterator, or reorder before fusing", func, [mixed, realize.block])
+            ordered = next(((c, iv) for c in moved for iv, v in zip(realize.block.iter_vars, realize.iter_values)
+                            if iv.iter_type == "scan" and uses_var(v, c.loop_var)), None)
+            if ordered is not None:
+                raise errors.WrongBlockIterTypeError(
+                    "reorder", f"loop {ordered[0].loop_var.name} feeds the {ordered[1].iter_type} iterator "
+                    f'{ordered[1].var.name} of block "{realize.block.name_hint}", whose iterations must '
+                    "keep their order; loops over scan iterators cannot be reordered",
+                    func, [ordered[0], realize.block])
         body = deepest.body
         for loop in reversed(new_chain):
             body = loop.replace(body=body)
