@@ -422,3 +422,34 @@ def test_scan_numerics(target):
     a = np.random.default_rng(5).random((4, 8), dtype="float32")
     _, b = run(prefix_sum, target, a, np.zeros_like(a))
     np.testing.assert_allclose(b, np.cumsum(a, axis=1), rtol=1e-5)
+
+
+@T.prim_func
+def fragments(A: T.Buffer((32, 32), "float16"), B: T.Buffer((32, 32), "float16")):
+    for i, j in T.grid(2, 2):
+        with T.block("load"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.reads(A[vi * 16:vi * 16 + 16, vj * 16:vj * 16 + 16])
+            T.writes(B[vi * 16:vi * 16 + 16, vj * 16:vj * 16 + 16])
+            T.evaluate(T.tvm_load_matrix_sync(
+                B.data, 16, 16, 16, vi * 2 + vj,
+                T.tvm_access_ptr(T.type_annotation(dtype="float16"), A.data, vi * 512 + vj * 16, 256, 1,
+                                 dtype="handle"),
+                32, "row_major", dtype="handle"))
+
+
+def test_tensor_core_builtins_parse_print_and_schedule_but_do_not_build():
+    """The reference compiler's fragment and pointer builtins are opaque calls here: a program
+    using them round-trips and takes schedule steps; building it names the builtin."""
+    text = fragments.script()
+    assert 'T.call_extern("tvm_load_matrix_sync"' in text and '"row_major"' in text
+    assert_structural_equal(fragments, from_source(text))
+    sch = tir.Schedule(fragments)
+    i, j = sch.get_loops(sch.get_block("load"))
+    sch.reorder(j, i)
+    with pytest.raises(NotImplementedError, match="tvm_load_matrix_sync"):
+        mlc_lab.build(fragments, target="llvm")
+
+
+def test_a_buffer_starts_at_the_first_element_of_its_storage():
+    assert fragments.params[0].elem_offset.value == 0

@@ -353,7 +353,24 @@ def call_extern(*args, dtype: str | None = None) -> E.Call:
         dtype, args = args[0], args[1:]
     if not args:
         raise TypeError("T.call_extern needs the name of the function to call")
-    return _call_extern(dtype, *args)
+    return _call_extern(dtype, args[0], *(E.StringImm(a) if isinstance(a, str) else a for a in args[1:]))
+
+
+def _opaque_builtin(name: str):
+    def call(*args, dtype: str = "handle") -> E.Call:
+        return call_extern(name, *args, dtype=dtype or "handle")
+    call.__name__ = name
+    call.__doc__ = (f"``T.{name}(...)``: a builtin of the reference compiler's tensor-core and "
+                    "pointer code, kept as an opaque call (``T.call_extern``) so that programs "
+                    "using it parse, print and schedule; building one refuses it by name.")
+    return call
+
+
+# Tensor-core fragments and raw pointers, as TVM's own tests and tensor intrinsics spell them.
+(tvm_fill_fragment, tvm_load_matrix_sync, tvm_store_matrix_sync, tvm_mma_sync, tvm_bmma_sync,
+ tvm_access_ptr, type_annotation) = (
+    _opaque_builtin(n) for n in ("tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_store_matrix_sync",
+                                 "tvm_mma_sync", "tvm_bmma_sync", "tvm_access_ptr", "type_annotation"))
 
 
 def min_value(dtype: str) -> E.PrimExpr:
@@ -410,4 +427,6 @@ __all__ = [
     "max", "min", "floordiv", "floormod", "truncdiv", "truncmod",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "abs", "floor", "ceil", "round",
     "sin", "cos", "erf", "pow", "if_then_else", "likely", "min_value", "max_value", "call_extern",
+    "tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_store_matrix_sync", "tvm_mma_sync",
+    "tvm_bmma_sync", "tvm_access_ptr", "type_annotation",
 ]

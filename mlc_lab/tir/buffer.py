@@ -77,6 +77,13 @@ class Buffer(Node):
         mlc_lab runs no external function but the C math library's, so such a call does not run."""
         return Call("handle", BUFFER_DATA, (BufferLoad(self, tuple(const(0, d.dtype) for d in self.shape)),))
 
+    @property
+    def elem_offset(self):
+        """``A.elem_offset``: where the buffer starts in its storage, in elements; always 0 here
+        (an mlc_lab buffer owns its storage from the first element; views are match_buffers of
+        regions, whose offset is their region's start)."""
+        return const(0, self.shape[0].dtype if self.shape else "int32")
+
     def access_ptr(self, access_mask="rw", *args, **kwargs):
         """Not provided: the loop IR has no pointers, so a kernel cannot be handed a buffer's
         address (as for ``T.call_extern`` of a hand-written C kernel)."""
