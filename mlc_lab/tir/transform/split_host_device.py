@@ -231,7 +231,7 @@ class _KernelBuilder:
                            self.func, alloc, "constant allocation sizes")
         if buffer.scope.startswith("shared"):
             self.shared.append(buffer)
-        elif buffer.scope.startswith("local") or buffer.scope == "warp":
+        elif _per_thread(buffer):
             self.local.append(buffer)
         else:
             raise GPUError(f"{self.name}: buffer {buffer.name} is allocated in {buffer.scope} memory "

@@ -112,10 +112,7 @@ def _dense(value, loops, bounds=()) -> bool:
         digit = _digit(atom, ours)
         if digit is None:
             return True          # a // or % of a sum (a fused loop split again): not judged here
-        loop_id, d, m = digit
-        extent = const_int(ours[loop_id].extent)
-        size = None if extent is None else -(-extent // d) if m is None else min(m, -(-extent // d))
-        terms[key] = (abs(coef), size)
+        terms[key] = (abs(coef), _digit_size(digit, ours))
     for lin, limit in sorted(bounds, key=lambda b: -len(b[0].terms)):
         part = {key: coef for key, (_, coef) in lin.terms.items()}
         if len(part) > 1 and all(key in terms and terms[key][0] == abs(c) for key, c in part.items()):
@@ -170,11 +167,10 @@ def _affine_injective(realize, loops) -> bool:
                     return False
                 continue   # a term of outer loops: constant here
             loop_id, d, m = digit
-            extent = const_int(ours[loop_id].extent)
-            if extent is None and (d, m) != (1, None):
+            if const_int(ours[loop_id].extent) is None and (d, m) != (1, None):
                 return False
             digits_of.setdefault(loop_id, []).append((d, m))
-            size = None if extent is None else -(-extent // d) if m is None else min(m, -(-extent // d))
+            size = _digit_size(digit, ours)
             terms.append((abs(coef), size))
         if any(size is None for _, size in terms) and len(terms) > 1:
             return False   # a symbolic extent is only proven alone in its binding
@@ -208,6 +204,15 @@ def _digit(e, ours):
     if m is not None and m % c:
         return None
     return loop_id, d, c
+
+
+def _digit_size(digit, ours):
+    """How many values the digit ``(loop id, d, m)`` takes over its loop (None: symbolic)."""
+    loop_id, d, m = digit
+    extent = const_int(ours[loop_id].extent)
+    if extent is None:
+        return None
+    return -(-extent // d) if m is None else min(m, -(-extent // d))
 
 
 def _digits_cover(digits, extent: int) -> bool:
