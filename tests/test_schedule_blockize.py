@@ -483,3 +483,47 @@ def test_blockize_of_a_block_rfactor_left_without_reduce_iterators(loop):
     assert_structural_equal(from_source(sch.mod["main"].script()), sch.mod["main"])
     assert_same_numerics(row_sum, sch.mod["main"])
     assert_replays(sch, row_sum)
+
+
+@T.prim_func
+def partial_row_sum(A: T.Buffer((2, 8), "float32"), S: T.Buffer((2,), "float32")):
+    for i, k in T.grid(2, 8):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            T.where(k < 4)
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk]
+
+
+def test_region_of_a_blockized_block_ignores_iterations_its_predicate_skips():
+    """The outer block reads only the rows its inner block's T.where lets through, so a cache of
+    that read copies exactly the elements the rfactor block wrote (the others are never written,
+    and the poisoned interpreter raises on a read of any of them)."""
+    sch = tir.Schedule(partial_row_sum)
+    sch.rfactor(sch.get_loops(sch.get_block("S"))[1], factor_axis=0)
+    outer = sch.blockize(sch.get_loops(sch.get_block("S"))[0])
+    (read,) = [r for r in sch.get(outer).reads if r.buffer.name == "S_rf"]
+    assert [(int(r.min), int(r.extent)) for r in read.region] == [(0, 4), (0, 2)]
+    cache = sch.cache_read(outer, 0, "local")
+    assert [int(sch.get(lp).extent) for lp in sch.get_loops(cache)] == [4, 2]
+    assert_same_numerics(partial_row_sum, sch.mod["main"])
+
+
+def test_region_under_an_if_counts_only_the_branch_that_runs():
+    @T.prim_func
+    def guarded(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+        for i in range(16):
+            with T.block("B"):
+                vi = T.axis.spatial(16, i)
+                B[vi] = T.float32(0)
+        for i_0 in range(4):
+            with T.block("outer"):
+                vo = T.axis.spatial(4, i_0)
+                for i_1 in range(8):
+                    if i_1 < 4:
+                        A[vo * 4 + i_1] = B[vo * 4 + i_1]
+
+    reads, writes = mlc_lab.tir.analysis.block_access_regions(guarded.body.block.body[1].body.block)
+    assert [(str(r.min), int(r.extent)) for r in reads[0].region] == [("vo * 4", 4)]
+    assert [(str(r.min), int(r.extent)) for r in writes[0].region] == [("vo * 4", 4)]

@@ -7,14 +7,17 @@ from ..arith.bound import int_bound
 from . import expr as E
 from . import stmt as S
 from .buffer import BUFFER_DATA, Buffer
+from .intervals import narrowed_by_guards
 from .stmt_functor import substitute, uses_var
 
 
 def block_access_regions(block: S.Block) -> tuple[tuple, tuple]:
     """(reads, writes) of ``block`` as BufferRegions, inferred from its body and init.
 
-    Indices that use loops inside the block are relaxed over those loops' ranges; several
-    accesses to one buffer are merged into their bounding box. Buffers the block allocates are
+    Indices that use loops inside the block are relaxed over those loops' ranges, cut to the
+    iterations where the guards above the access hold (a nested block's T.where, an ``if``), so
+    that a region covers only elements the block really touches; several accesses to one buffer
+    are merged into their bounding box. Buffers the block allocates are
     left out, and in a reduction block (one with ``init``) the reduction buffer is only a write.
     """
     collector = _AccessCollector()
@@ -37,36 +40,50 @@ class _AccessCollector:
         self.writes: list = []
         self.allocated: set[int] = set()   # buffers of Allocate statements inside the block
 
-    def visit(self, node, inner: dict) -> None:
-        if isinstance(node, E.Call) and node.op == BUFFER_DATA:
+    def visit(self, node, inner: dict, guards: tuple = ()) -> None:
+        mask = _access_ptr_mask(node)
+        if mask is not None:
+            # A.access_ptr(mask): all of A, read (mask 1) and/or written (mask 2), as it says.
+            buffer = node.args[2].args[0].buffer
+            for bit, target in ((1, self.reads), (2, self.writes)):
+                if mask & bit:
+                    target.append((buffer, [(None, None)] * buffer.ndim))
+            for arg in node.args[3:5]:
+                self.visit(arg, inner, guards)
+        elif isinstance(node, E.Call) and node.op == BUFFER_DATA:
             # A.data hands all of A's storage to the callee, to read and write as it likes.
             buffer = node.args[0].buffer
             self.reads.append((buffer, [(None, None)] * buffer.ndim))
             self.writes.append((buffer, [(None, None)] * buffer.ndim))
         elif isinstance(node, E.BufferLoad):
-            self.reads.append((node.buffer, relax_indices(node.indices, inner)))
+            self.reads.append((node.buffer, relax_indices(node.indices, inner, guards)))
             for i in node.indices:
-                self.visit(i, inner)
+                self.visit(i, inner, guards)
         elif isinstance(node, S.BufferStore):
-            self.visit(node.value, inner)
+            self.visit(node.value, inner, guards)
             for i in node.indices:
-                self.visit(i, inner)
-            self.writes.append((node.buffer, relax_indices(node.indices, inner)))
+                self.visit(i, inner, guards)
+            self.writes.append((node.buffer, relax_indices(node.indices, inner, guards)))
         elif isinstance(node, S.Allocate):
             self.allocated.add(id(node.buffer))
-            self.visit(node.body, inner)
+            self.visit(node.body, inner, guards)
         elif isinstance(node, S.For):
-            self.visit(node.body, {**inner, node.loop_var: S.Range(node.min, node.extent)})
+            self.visit(node.body, {**inner, node.loop_var: S.Range(node.min, node.extent)}, guards)
+        elif isinstance(node, S.IfThenElse):
+            self.visit(node.condition, inner, guards)
+            self.visit(node.then_case, inner, guards + (node.condition,))
+            if node.else_case is not None:
+                self.visit(node.else_case, inner, guards + (E.Not(node.condition),))
         elif isinstance(node, S.BlockRealize):
-            self.visit_nested_block(node, inner)
+            self.visit_nested_block(node, inner, guards + (node.predicate,))
         elif isinstance(node, (tuple, list)):
             for x in node:
-                self.visit(x, inner)
+                self.visit(x, inner, guards)
         elif hasattr(node, "fields") and not isinstance(node, (E.Var, Buffer)):
             for _, v in node.fields():
-                self.visit(v, inner)
+                self.visit(v, inner, guards)
 
-    def visit_nested_block(self, realize: S.BlockRealize, inner: dict) -> None:
+    def visit_nested_block(self, realize: S.BlockRealize, inner: dict, guards: tuple) -> None:
         block = realize.block
         binding = {iv.var: val for iv, val in zip(block.iter_vars, realize.iter_values)}
         for target, regions in ((self.reads, block.reads), (self.writes, block.writes)):
@@ -75,22 +92,44 @@ class _AccessCollector:
                 for rng in region.region:
                     lo = substitute(rng.min, binding)
                     hi = substitute(rng.min + rng.extent - 1, binding)
-                    lo_hi.append((relax_bound(lo, inner, lower=True), relax_bound(hi, inner, lower=False)))
+                    lo_hi.append(_relaxed(lo, hi, inner, guards))
                 # An unbounded side leaves the whole dimension (see _merge), as in relax_indices.
                 target.append((region.buffer, [(None, None) if lo is None or hi is None
                                                else (lo, simplify(hi - lo + 1)) for lo, hi in lo_hi]))
         for v in realize.iter_values:
-            self.visit(v, inner)
+            self.visit(v, inner, guards)
 
 
-def relax_indices(indices, inner: dict) -> list:
-    """[(min, extent)] per index once the loop variables in ``inner`` range over their domains."""
+def _access_ptr_mask(node) -> int | None:
+    """The access mask of ``A.access_ptr(...)`` (``T.tvm_access_ptr(type, A.data, offset,
+    extent, mask)`` with a constant mask), or None for any other node."""
+    if not (isinstance(node, E.Call) and node.op == "call_extern" and len(node.args) == 6
+            and isinstance(node.args[0], E.StringImm) and node.args[0].value == "tvm_access_ptr"):
+        return None
+    data, mask = node.args[2], node.args[5]
+    if not (isinstance(data, E.Call) and data.op == BUFFER_DATA and isinstance(mask, E.IntImm)):
+        return None
+    return mask.value
+
+
+def relax_indices(indices, inner: dict, guards: tuple = ()) -> list:
+    """[(min, extent)] per index once the loop variables in ``inner`` range over their domains
+    (those where ``guards`` hold)."""
     out = []
     for idx in indices:
-        lo = relax_bound(idx, inner, lower=True)
-        hi = relax_bound(idx, inner, lower=False)
+        lo, hi = _relaxed(idx, idx, inner, guards)
         out.append((lo, simplify(hi - lo + 1)) if lo is not None and hi is not None else (None, None))
     return out
+
+
+def _relaxed(lo, hi, inner: dict, guards: tuple) -> tuple:
+    """The least value of ``lo`` and the greatest of ``hi`` over the loops in ``inner`` where
+    ``guards`` hold (None for a side that cannot be expressed)."""
+    low, high = relax_bound(lo, inner, lower=True), relax_bound(hi, inner, lower=False)
+    guards = tuple(g for g in guards if not (isinstance(g, E.IntImm) and g.value))
+    if low is None or high is None or not guards or not inner:
+        return low, high
+    return narrowed_by_guards(lo, hi, low, high, guards, inner)
 
 
 def relax_bound(e, inner: dict, lower: bool):

@@ -27,7 +27,7 @@ from ..tir import stmt as S
 from ..tir.function import PrimFunc
 from ..tir.schedule import BlockRV, LoopRV, Schedule
 from ..tir.schedule.func_index import FuncIndex, child_blocks
-from ..tir.schedule.primitives.region import relax_region
+from ..tir.intervals import relax_region
 from ..tir.stmt_functor import substitute
 
 # loop kind -> (outline, fill); thread-bound loops show their tag instead of the kind

@@ -33,7 +33,7 @@ from ..verify import verify
 from .func_index import child_blocks, replace_stmts
 from .kinds import DepKind
 from .primitives.injective import affine_problem
-from .primitives.region import Interval, comparisons, relax, relax_region
+from ..intervals import Interval, comparisons, relax, relax_region
 from .primitives.scope import const_int
 
 CachedFlags = namedtuple("CachedFlags", ["affine_binding", "region_cover", "stage_pipeline"])

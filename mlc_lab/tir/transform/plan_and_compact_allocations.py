@@ -9,7 +9,7 @@ from .. import stmt as S
 from ..buffer import Buffer, storage_rank
 from ..function import PrimFunc
 from ..functor import StmtExprMutator, StmtExprVisitor
-from ..schedule.primitives.region import relax
+from ..intervals import relax
 from ..stmt_functor import free_vars, substitute, uses_var
 from .prim_func_pass import is_const, loop_range, prim_func_pass
 

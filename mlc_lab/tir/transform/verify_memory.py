@@ -9,7 +9,7 @@ from ...ir.module import IRModule
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..schedule.primitives.region import guarded_bounds, relax
+from ..intervals import guarded_bounds, relax
 from ..functor import StmtExprVisitor
 from ..verify import VerifyError
 
