@@ -88,15 +88,18 @@ def test_assert_structural_equal_names_the_first_mismatch():
     assert "params[0].shape[0].value" in message and "8" in message and "16" in message
 
 
-def test_block_fields_are_compared():
+def test_block_fields_are_compared_but_not_block_names():
+    """A block's name is a hint, as a variable's is: it never decides equality (nor the hash)."""
     vi = Var("vi")
     A = decl_buffer((4,), "float32", "A")
-    def realize(name):
+    def realize(name, value=0.0):
         block = Block(name, (IterVar(vi, Range(const(0), const(4))),), (), (),
-                      BufferStore(A, const(0.0), (vi,)))
+                      BufferStore(A, const(value), (vi,)))
         return BlockRealize((const(1),), const(True), block)
     assert structural_equal(realize("a"), realize("a"))
-    assert not structural_equal(realize("a"), realize("b"))
+    assert structural_equal(realize("a"), realize("b"))
+    assert structural_hash(realize("a")) == structural_hash(realize("b"))
+    assert not structural_equal(realize("a"), realize("a", 1.0))
 
 
 def test_irmodule_api():

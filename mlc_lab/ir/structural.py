@@ -1,5 +1,7 @@
 """Structural equality and hashing: compare IR by content, up to a consistent renaming of the
-variables and buffers it defines (loop variables, block iterators, parameters, allocations)."""
+variables and buffers it defines (loop variables, block iterators, parameters, allocations).
+Names are hints, as in the reference compiler: the names of variables, buffers and blocks never
+decide equality (two programs that differ only in a block's name are equal)."""
 from __future__ import annotations
 
 from typing import Any
@@ -18,7 +20,7 @@ _DEF_FIELDS = {
 }
 # Fields that are only names: they never decide equality.
 _NAME_FIELDS = {"Var": ("name", "name_hint"), "SizeVar": ("name",), "Buffer": ("name",),
-                "DataflowVar": ("name_hint",)}
+                "DataflowVar": ("name_hint",), "Block": ("name_hint",)}
 
 
 def _is_binder(x: Any) -> bool:
@@ -58,8 +60,10 @@ class _Equal:
             if _is_binder(a):
                 return self.eq_binder(a, b, path, defining)
             defs = _DEF_FIELDS.get(type(a).__name__, ())
+            skip = _NAME_FIELDS.get(type(a).__name__, ())
             for name, value in _defs_first(a, defs):
-                self.eq(value, getattr(b, name), f"{path}.{name}", defining or name in defs)
+                if name not in skip:
+                    self.eq(value, getattr(b, name), f"{path}.{name}", defining or name in defs)
             return
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
             if type(a) is not type(b) or a.dtype != b.dtype or not np.array_equal(a, b):
@@ -159,7 +163,9 @@ def structural_hash(node: Any, map_free_vars: bool = True) -> int:
                 skip = _NAME_FIELDS.get(type(x).__name__, ())
                 return hash((type(x).__name__,) + tuple(walk(v) for n, v in x.fields() if n not in skip))
             defs = _DEF_FIELDS.get(type(x).__name__, ())
-            return hash((type(x).__name__,) + tuple(walk(v) for _, v in _defs_first(x, defs)))
+            skip = _NAME_FIELDS.get(type(x).__name__, ())
+            return hash((type(x).__name__,) + tuple(walk(v) for n, v in _defs_first(x, defs)
+                                                     if n not in skip))
         if isinstance(x, np.ndarray):
             return hash((x.dtype.name, x.shape, x.tobytes()))
         return hash((type(x).__name__, x))
