@@ -920,3 +920,45 @@ def test_reverse_compute_at_follows_a_nested_split_guard():
     out = np.full((2, 6), np.nan, "float32")
     mlc_lab.build(sch.mod, target="llvm")["main"](a, out)
     np.testing.assert_allclose(out, a + 1, rtol=1e-6)
+
+
+@T.prim_func
+def tiled_producer(A: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
+    B = T.alloc_buffer((64, 64))
+    for i_o, j_o in T.grid(4, 4):
+        with T.block("B_tile"):
+            vio, vjo = T.axis.remap("SS", [i_o, j_o])
+            T.reads(A[vio * 16:vio * 16 + 16, vjo * 16:vjo * 16 + 16])
+            T.writes(B[vio * 16:vio * 16 + 16, vjo * 16:vjo * 16 + 16])
+            for i_i, j_i in T.grid(16, 16):
+                with T.block("B"):
+                    vi = T.axis.spatial(64, vio * 16 + i_i)
+                    vj = T.axis.spatial(64, vjo * 16 + j_i)
+                    B[vi, vj] = A[vi, vj] * T.float32(2)
+    for i, j in T.grid(64, 64):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] + T.float32(1)
+
+
+def test_compute_at_of_a_tile_block_runs_only_the_tiles_the_consumer_needs():
+    """A block that writes a 16x16 tile per iteration, moved under a consumer loop over 32 rows,
+    runs the two tiles of rows those 32 rows fall in (its inner block does not count as a second
+    writer of B: it writes for it)."""
+    sch = tir.Schedule(tiled_producer)
+    i_0, _ = sch.split(sch.get_loops(sch.get_block("C"))[0], [2, 32])
+    sch.compute_at(sch.get_block("B_tile"), i_0)
+    loops = sch.get_loops(sch.get_block("B_tile"))
+    assert [int(sch.get(lp).extent) for lp in loops] == [2, 2, 4]
+    assert "T.axis.spatial(4, i_0 * 2 + ax0)" in sch.mod["main"].script()
+    assert_schedule_ok(sch, tiled_producer)
+
+
+def test_compute_at_errors_say_the_rule_in_the_reference_compilers_words():
+    sch = tir.Schedule(tiled_producer)
+    loop = sch.get_loops(sch.get_block("B_tile"))[0]
+    unchanged_after(sch, lambda: sch.compute_at(sch.get_block("B_tile"), loop),
+                    errors.LoopEnclosesBlockError, 'loop i_o is an ancestor of block "B_tile"')
+    c_loop = sch.get_loops(sch.get_block("C"))[0]
+    unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("C"), c_loop),
+                    errors.ScheduleError, "ancestor of block")

@@ -121,14 +121,18 @@ def block_var_domains(block: S.Block, provided, required: dict, known: dict,
             if not users:
                 continue
             pinned = _var_plus_offset(rng.min, iter_vars) if _is_one(rng.extent) else None
-            if pinned is None:
+            tile = _tile(rng, iter_vars) if pinned is None and cover_all else None
+            if pinned is None and tile is None:
                 if not cover_all:
                     raise UncoverableRegion(region.buffer, dim)
                 for v in users:
                     wanted[id(v)] = None
                 continue
-            var, offset = pinned
-            shifted = None if interval is None else interval.shifted(offset)
+            if tile is not None:
+                var, shifted = tile[0], None if interval is None else _tiles_touching(interval, *tile[1:])
+            else:
+                var, offset = pinned
+                shifted = None if interval is None else interval.shifted(offset)
             if id(var) not in wanted:
                 wanted[id(var)] = shifted
             elif cover_all:
@@ -188,6 +192,29 @@ def _var_plus_offset(e, iter_vars):
         return None
     offset = from_linear(Linear(rest, lin.const), var.dtype)
     return var, offset
+
+
+def _tile(rng: S.Range, iter_vars):
+    """(v, c, offset, e) when the range is ``c * v + offset`` for ``e`` elements (c and e
+    positive constants, offset free of the iterators): iteration v touches a tile; else None."""
+    extent = simplify(rng.extent)
+    lin = linear_form(simplify(rng.min))
+    found = [(atom, coef) for atom, coef in lin.terms.values() if any(atom is v for v in iter_vars)]
+    if not isinstance(extent, E.IntImm) or extent.value < 1 or len(found) != 1 or found[0][1] < 1:
+        return None
+    (var, coef), = found
+    rest = {k: t for k, t in lin.terms.items() if t[0] is not var}
+    if any(uses_var(atom, iter_vars) for atom, _ in rest.values()):
+        return None
+    return var, coef, from_linear(Linear(rest, lin.const), var.dtype), extent.value
+
+
+def _tiles_touching(interval: Interval, coef: int, offset: E.PrimExpr, size: int) -> Interval:
+    """The iterations v whose tile ``[coef * v + offset, coef * v + offset + size)`` meets
+    ``interval``: a producer written in tiles must run each tile holding a required element."""
+    c = E.const(coef, offset.dtype)
+    return Interval(simplify(E.FloorDiv(interval.lo - offset - (size - coef), c)),
+                    simplify(E.FloorDiv(interval.hi - offset, c)))
 
 
 def predicate_in_iterators(realize: S.BlockRealize, gone) -> E.PrimExpr | None:

@@ -187,12 +187,14 @@ class ComputeLocationPrimitives:
                  loop_node, realize.block)
         if any(anc is loop_node for anc in idx.path(realize)):
             fail(errors.LoopEnclosesBlockError,
-                 f'loop {loop_name} already encloses block "{name}"; give a loop that does not '
-                 "enclose it (e.g. one of its consumers' loops)", loop_node, realize.block)
+                 f'loop {loop_name} is an ancestor of block "{name}" (it already encloses it); give '
+                 "a loop that does not enclose it (e.g. one of its consumers' loops)", loop_node,
+                 realize.block)
         problem = dataflow_violation(realize, scope)
         if problem:
             error, why = problem
-            fail(error, f"{why}; only a complete or reduction block can be moved", realize.block)
+            fail(error, f"{why}; only a complete block or a reduction block can be moved",
+                 realize.block)
         if forward:
             own = {id(b) for b in scope.block.alloc_buffers}
             for w in realize.block.writes:
@@ -209,7 +211,8 @@ class ComputeLocationPrimitives:
                 role = "consumer" if forward else "producer"
                 fail(errors.NotAllRequiredBlocksVisitedError,
                      f'loop {loop_name} does not enclose block "{other.block.name_hint}", a {role} '
-                     f'of block "{name}"; {primitive} needs a loop around every {role}',
+                     f'of block "{name}"; {primitive} requires all the {role}s to be under the '
+                     "loop",
                      loop_node, other.block)
         if not forward:
             # A consumer left outside the loop must not run before the block's new place.

@@ -103,9 +103,10 @@ def dataflow_violation(realize, scope_realize) -> tuple[type, str] | None:
     Reduction: has an init, and is the sole writer of its outputs.
     """
     block = realize.block
+    own = {id(r) for r in all_blocks_under(realize)}   # its own inner blocks write for it
     for w in block.writes:
         others = [r for r in writers_in_scope(scope_realize, w.buffer) if r is not realize
-                  and w.buffer not in [b for b in r.block.alloc_buffers]]
+                  and id(r) not in own and w.buffer not in [b for b in r.block.alloc_buffers]]
         if others:
             names = ", ".join(f'"{r.block.name_hint}"' for r in others)
             return errors.NotSingleWriterError, (
