@@ -495,3 +495,30 @@ def test_cache_write_of_an_rfactor_block_copies_back_only_the_slots_it_writes():
         mlc_lab.build(sch.mod, target=target)["main"](a, s)
         np.testing.assert_allclose(s, a.sum(1), rtol=1e-5)
     assert_schedule_ok(sch, short_row_sum)
+
+
+@T.prim_func
+def tile_scope(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32")):
+    for i0, j0 in T.grid(4, 4):
+        with T.block("tile"):
+            i, j = T.axis.remap("SS", [i0, j0])
+            T.reads(A[i * 16:i * 16 + 16, j * 16:j * 16 + 16])
+            T.writes(B[i * 16:i * 16 + 16, j * 16:j * 16 + 16])
+            for x, y in T.grid(16, 16):
+                with T.block("B"):
+                    vi = T.axis.spatial(64, i * 16 + x)
+                    vj = T.axis.spatial(64, j * 16 + y)
+                    B[vi, vj] = A[vi, vj] + T.float32(1)
+
+
+def test_cache_read_straight_into_a_block_holds_only_its_tile():
+    """The copy goes into the tile block's body (no loop of that block around it), so the local
+    buffer is the 16x16 tile, read at the index minus the tile's start."""
+    sch = tir.Schedule(tile_scope)
+    copy = sch.cache_read(sch.get_block("B"), 0, "local")
+    text = sch.mod["main"].script()
+    assert 'A_local = T.alloc_buffer((16, 16), scope="local")' in text
+    assert "A_local[v0, v1] = A[i * 16 + v0, j * 16 + v1]" in text
+    assert "B[vi, vj] = A_local[vi - i * 16, vj - j * 16] + T.float32(1)" in text
+    assert [int(sch.get(lp).extent) for lp in sch.get_loops(copy)] == [16, 16]   # inside the block
+    assert_schedule_ok(sch, tile_scope)

@@ -16,6 +16,7 @@ from ..func_index import StmtReplacer
 from ..rv import BlockRV
 from .scope import all_blocks_under, writers_in_scope
 from .block_domain import block_var_domains, realize_over
+from .cache_compact import compact_box, compact_copy, try_shift
 from .region import Interval, relax_region, union_regions
 
 
@@ -32,6 +33,9 @@ class CachePrimitives:
         is redirected; other readers keep reading the original buffer. With ``consumer_blocks``,
         exactly those blocks (and the blocks inside them) read the copy instead, ``block`` only
         naming the buffer: the copy goes before the first of them and holds what they all read.
+        A copy that lands straight in a block's body (a tile block's, not under one of its loops)
+        holds only the tile the block reads, as the reference compiler allocates it: the cache
+        has the tile's shape and is read at the index minus the tile's start.
 
         Requires: ``read_buffer_index`` indexes ``block``'s reads (or is the name of a buffer it
         reads, or that Buffer; the trace records the index); a known storage scope ("global",
@@ -286,9 +290,22 @@ def _cache_read(self, block, read_buffer_index: int, storage_scope: str, consume
         region = site.relaxed_region(realize, realize.block.reads[read_buffer_index])
     cache = _new_buffer(func, buffer, storage_scope)
     copy_name = unique_block_name(index, cache.name)
-    copy = copy_stage(copy_name, buffer, cache, region, site.known())
-    new_scope = site.insert(copy, swap_buffer(first, buffer, cache), after=False, alloc=cache)
-    others = {id(c): swap_buffer(c, buffer, cache) for c in consumers[1:]}
+    swap = lambda stmt: swap_buffer(stmt, buffer, cache)  # noqa: E731
+    box = compact_box(site, buffer, region)
+    if box is not None:
+        starts, extents = box
+        small = cache.replace(shape=tuple(extents))
+        shifted = [try_shift(c, buffer, small, starts) for c in consumers]
+        if all(c is not None for c in shifted):
+            cache, by_id = small, {id(c): new for c, new in zip(consumers, shifted)}
+            swap = lambda stmt: by_id[id(stmt)]  # noqa: E731
+            copy = compact_copy(copy_name, buffer, cache, starts, extents, reading=True)
+        else:
+            box = None
+    if box is None:
+        copy = copy_stage(copy_name, buffer, cache, region, site.known())
+    new_scope = site.insert(copy, swap(first), after=False, alloc=cache)
+    others = {id(c): swap(c) for c in consumers[1:]}
     if others:
         new_scope = StmtReplacer(others).visit(new_scope)
     self._replace(func_name, {id(scope): new_scope}, primitive)
