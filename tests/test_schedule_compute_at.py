@@ -143,7 +143,7 @@ def test_window_sum_thread_tile_reads_130():
         for i_0 in T.thread_binding(1, thread="blockIdx.x"):
             for ax0 in range(130):
                 with T.block("A_shared"):
-                    v = T.axis.spatial(130, i_0 * 128 + ax0)
+                    v = T.axis.spatial(130, ax0)   # i_0 has one value, 0
                     A_shared[v] = A[v]
             for i_1 in T.thread_binding(128, thread="threadIdx.x"):
                 with T.block("B"):
@@ -828,13 +828,26 @@ def two_stage_4x6(A: T.Buffer((4, 6), "float32"), D: T.Buffer((4, 6), "float32")
 
 
 def test_reverse_compute_at_refuses_a_producer_that_writes_part_of_the_box_read():
-    # Each iteration of the fused-and-split loop writes 2 elements of C, part of a row; the
-    # consumer placed there would read whole rows, elements later iterations write.
+    # Each iteration of the fused-and-split loop writes 4 elements of C, which may straddle two
+    # rows (from element 4 of a row of 6); the consumer placed there would read both rows
+    # whole, elements later iterations write.
+    sch = tir.Schedule(two_stage_4x6)
+    i, j = sch.get_loops(sch.get_block("C"))
+    f0, f1, f2 = sch.split(sch.fuse(i, j), factors=[6, 1, 4])
+    unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("D"), f1),
+                    tir.schedule.RegionNotCoverableError, "loop i_j_fused_1", "buffer C")
+
+
+def test_reverse_compute_at_under_a_fused_loop_whose_pieces_stay_in_one_row():
+    # Pieces of 2 elements start at even places of rows of 6, so each lies in one row: the
+    # consumer runs on exactly those 2 elements (the simplifier proves the row and the extent).
     sch = tir.Schedule(two_stage_4x6)
     i, j = sch.get_loops(sch.get_block("C"))
     f0, f1, f2 = sch.split(sch.fuse(i, j), factors=[6, 2, 2])
-    unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("D"), f1),
-                    tir.schedule.RegionNotCoverableError, "loop i_j_fused_1", "buffer C")
+    sch.reverse_compute_at(sch.get_block("D"), f1)
+    (inner,) = sch.get_loops(sch.get_block("D"))[2:]
+    assert int(sch.get(inner).extent) == 2
+    assert_runs_like(two_stage_4x6, sch, outputs=[1])
 
 
 def test_reverse_compute_at_refuses_a_tile_it_cannot_bound():

@@ -136,6 +136,11 @@ class _Simplifier:
         def term(atom, coef):
             return atom if coef == 1 else E.Mul(atom, E.IntImm(dtype, coef))
         out = None
+        if lin.const > 0 and lin.terms and all(coef < 0 for _, coef in lin.terms.values()):
+            out = E.IntImm(dtype, lin.const)   # 9 - i rather than i * -1 + 9
+            for atom, coef in lin.terms.values():
+                out = E.Sub(out, term(atom, -coef))
+            return out
         for atom, coef in sorted(lin.terms.values(), key=lambda t: t[1] < 0):
             if out is None:
                 out = term(atom, coef) if coef > 0 else E.Mul(atom, E.IntImm(dtype, coef))
@@ -163,6 +168,34 @@ class _Simplifier:
                 return self.merge_div_mod(lin.add(both, -1).add(self.linear(atom.a).scale(coef)))
         return lin
 
+    def cancel_floordiv_pairs(self, lin: Linear) -> Linear:
+        """``(x * 8 + 7) // 16 - x * 8 // 16`` is 0 and ``(x * 8 + 7) % 16 - x * 8 % 16`` is 7: two
+        numerators that differ by a constant fall in the same block of d when their residues
+        (multiples of g = gcd(coefficients, d), offset by the constant) leave room for it."""
+        divs = [(key, atom, coef) for key, (atom, coef) in lin.terms.items()
+                if isinstance(atom, (E.FloorDiv, E.FloorMod)) and isinstance(_const_value(atom.b), int)
+                and _const_value(atom.b) > 0]
+        for k1, a1, c1 in divs:
+            for k2, a2, c2 in divs:
+                if k1 == k2 or c1 != -c2 or c1 <= 0 or type(a1) is not type(a2) \
+                        or _const_value(a1.b) != _const_value(a2.b):
+                    continue
+                n1, n2 = self.linear(a1.a), self.linear(a2.a)
+                diff = n1.add(n2, -1)
+                if diff.terms or not n1.terms:
+                    continue
+                d, low = _const_value(a1.b), n2 if diff.const >= 0 else n1
+                g = d
+                for _, coef in low.terms.values():
+                    g = math.gcd(g, coef)
+                if low.const % g + abs(diff.const) < g:
+                    out = Linear(lin.terms, lin.const)
+                    del out.terms[k1], out.terms[k2]
+                    if isinstance(a1, E.FloorMod):   # in one block the remainders differ by diff
+                        out.const += c1 * diff.const
+                    return self.cancel_floordiv_pairs(out)
+        return lin
+
     def bound(self, e):
         return int_bound(e, self.var_ranges)
 
@@ -184,7 +217,8 @@ class _Simplifier:
         if _is_const(a) and _is_const(b):
             return _fold(type(e), a, b)
         if dt.is_int(e.dtype) and dt.lanes(e.dtype) == 1:
-            return self.rebuild(self.merge_div_mod(self.linear(type(e)(a, b))), e.dtype)
+            lin = self.cancel_floordiv_pairs(self.merge_div_mod(self.linear(type(e)(a, b))))
+            return self.rebuild(lin, e.dtype)
         if isinstance(e, E.Mul) and (_const_value(b) == 1 or _const_value(a) == 1):
             return a if _const_value(b) == 1 else b
         if isinstance(e, (E.Add, E.Sub)) and _const_value(b) == 0:

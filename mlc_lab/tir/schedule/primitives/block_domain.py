@@ -5,14 +5,14 @@ The interval arithmetic lives in region.py.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ....arith import can_prove, simplify
 from ....arith.simplify import Linear, from_linear, linear_form
 from ... import expr as E
 from ... import stmt as S
 from ...stmt_functor import substitute, uses_var
-from .region import Interval, Region, intersect, relax, relax_region, union, union_regions
+from ...intervals import Interval, Region, intersect, relax, relax_region, union, union_regions
 
 
 # ----------------------------------------------------------------------------------------------
@@ -195,12 +195,13 @@ def _var_plus_offset(e, iter_vars):
 
 
 def _tile(rng: S.Range, iter_vars):
-    """(v, c, offset, e) when the range is ``c * v + offset`` for ``e`` elements (c and e
-    positive constants, offset free of the iterators): iteration v touches a tile; else None."""
+    """(v, c, offset, e) when the range is ``c * v + offset`` for ``e`` elements (c a non-zero
+    and e a positive constant, offset free of the iterators): iteration v touches a tile (``Y[9 -
+    v]`` is one with c = -1); else None."""
     extent = simplify(rng.extent)
     lin = linear_form(simplify(rng.min))
     found = [(atom, coef) for atom, coef in lin.terms.values() if any(atom is v for v in iter_vars)]
-    if not isinstance(extent, E.IntImm) or extent.value < 1 or len(found) != 1 or found[0][1] < 1:
+    if not isinstance(extent, E.IntImm) or extent.value < 1 or len(found) != 1 or found[0][1] == 0:
         return None
     (var, coef), = found
     rest = {k: t for k, t in lin.terms.items() if t[0] is not var}
@@ -212,9 +213,12 @@ def _tile(rng: S.Range, iter_vars):
 def _tiles_touching(interval: Interval, coef: int, offset: E.PrimExpr, size: int) -> Interval:
     """The iterations v whose tile ``[coef * v + offset, coef * v + offset + size)`` meets
     ``interval``: a producer written in tiles must run each tile holding a required element."""
-    c = E.const(coef, offset.dtype)
-    return Interval(simplify(E.FloorDiv(interval.lo - offset - (size - coef), c)),
-                    simplify(E.FloorDiv(interval.hi - offset, c)))
+    c = E.const(abs(coef), offset.dtype)
+    if coef > 0:
+        return Interval(simplify(E.FloorDiv(interval.lo - offset - (size - coef), c)),
+                        simplify(E.FloorDiv(interval.hi - offset, c)))
+    return Interval(simplify(E.FloorDiv(offset - interval.hi + (-coef - 1), c)),
+                    simplify(E.FloorDiv(offset + size - 1 - interval.lo, c)))
 
 
 def predicate_in_iterators(realize: S.BlockRealize, gone) -> E.PrimExpr | None:
@@ -260,6 +264,10 @@ def realize_over(block: S.Block, domains: list, preserve_unit_loops: bool, known
     ``predicate``, written in the block's iterators, is kept on top of the domain guards."""
     loops, values, conditions = [], [], []
     ranges = dict(known)
+    # A variable of extent 1 takes one value: the binding says so (``T.axis.spatial(1, 0)``).
+    unit = {v: r.min for v, r in known.items() if _is_one(r.extent)}
+    domains = [replace(d, min=simplify(substitute(d.min, unit), ranges)) if unit else d
+               for d in domains]
     for iv, dom in zip(block.iter_vars, domains):
         dtype = iv.var.dtype
         if preserve_unit_loops or not _is_one(dom.extent):
