@@ -320,22 +320,6 @@ def test_reverse_compute_inline_two_intermediates_is_refused():
                  "B0, B1")
 
 
-def test_reverse_compute_inline_load_not_at_iterators_is_refused():
-    @T.prim_func
-    def shifted(A: T.Buffer((9,), "float32"), C: T.Buffer((8,), "float32")):
-        B = T.alloc_buffer((9,))
-        for i in range(9):
-            with T.block("B"):
-                vi = T.axis.spatial(9, i)
-                B[vi] = A[vi]
-        for i in range(8):
-            with T.block("C"):
-                vi = T.axis.spatial(8, i)
-                C[vi] = B[vi + 1]
-
-    inline_fails(shifted, "reverse_compute_inline", "C", errors.IndicesNotIteratorsError)
-
-
 def test_reverse_compute_inline_loads_at_two_places_is_refused():
     @T.prim_func
     def two_loads(A: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
@@ -350,22 +334,6 @@ def test_reverse_compute_inline_loads_at_two_places_is_refused():
                 C[vi] = B[vi] + B[7 - vi]
 
     inline_fails(two_loads, "reverse_compute_inline", "C", errors.InconsistentLoadIndicesError)
-
-
-def test_reverse_compute_inline_partial_consumer_is_refused():
-    @T.prim_func
-    def head(A: T.Buffer((16,), "float32"), C: T.Buffer((8,), "float32")):
-        B = T.alloc_buffer((16,))
-        for i in range(16):
-            with T.block("B"):
-                vi = T.axis.spatial(16, i)
-                B[vi] = A[vi]
-        for i in range(8):
-            with T.block("C"):
-                vi = T.axis.spatial(8, i)
-                C[vi] = B[vi]
-
-    inline_fails(head, "reverse_compute_inline", "C", errors.PartialConsumerError)
 
 
 def test_reverse_compute_inline_with_another_reader_is_refused():

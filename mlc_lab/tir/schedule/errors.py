@@ -318,7 +318,27 @@ class InconsistentLoadIndicesError(InlineError):
 
 
 class PartialConsumerError(InlineError):
-    """reverse_compute_inline: the block does not read the whole intermediate buffer."""
+    """reverse_compute_inline: the block's loops are not shown to run every point of its
+    iteration domain exactly once (the folded block runs on the whole domain)."""
+
+
+class ProducerNotCoverConsumerError(InlineError):
+    """reverse_compute_inline: the producer does not write every element the block may read."""
+
+
+class NonInjectiveStoreError(InlineError):
+    """reverse_compute_inline: the block's store is not shown to write each element once, so
+    running it in the producer's order could change which write lands last."""
+
+
+class InputWrittenBetweenError(InlineError):
+    """compute_inline: a buffer the block reads is written again before a consumer runs, so the
+    inlined value would read other contents."""
+
+
+class OutputReadBetweenError(InlineError):
+    """reverse_compute_inline: the block's output is read (by the producer, or by a block
+    placed before the block) before the block writes it."""
 
 
 # -- cache_read / cache_write / set_scope / transform_layout ------------------------------------
@@ -360,7 +380,7 @@ class NonCompactBufferError(LayoutError):
 
 class IndexMapArityError(LayoutError):
     """transform_layout: the index map takes a different number of arguments than the buffer has
-    dimensions."""
+    dimensions (reindex_cache_read/write: than the block has iterators)."""
 
 
 class NegativeIndexError(LayoutError):
@@ -382,6 +402,118 @@ class TransformationPaddingError(LayoutError):
 
 class BufferHasViewsError(LayoutError):
     """transform_layout: the buffer is the source of a match_buffer view."""
+
+
+class PadValueArityError(LayoutError):
+    """transform_layout: the pad_value map gives more (or fewer) than one value per place."""
+
+
+class PadValueTypeError(LayoutError):
+    """transform_layout: pad_value is not of the buffer's dtype."""
+
+
+class PadValueLoadError(LayoutError):
+    """transform_layout: pad_value reads a buffer; it may use only the new indices."""
+
+
+class PaddingNotAnalyzableError(LayoutError):
+    """transform_layout: the index map pads the buffer, but it is not a split/fuse map whose
+    unused places can be located, so pad_value cannot be written there."""
+
+
+class BlockLayoutArityError(LayoutError):
+    """transform_block_layout: the index map takes a different number of indices than the block
+    has iterators."""
+
+
+class BlockLayoutLoopsError(LayoutError):
+    """transform_block_layout: the block is not alone under loops from 0 that bind its
+    iterators one to one (loop variables as bindings, no predicate)."""
+
+
+class NotBijectiveAffineMapError(LayoutError):
+    """transform_block_layout: the index map is not a split/fuse map that is one-to-one and onto
+    its output shape over the block's iteration domain."""
+
+
+class MixedIterTypeError(LayoutError):
+    """transform_block_layout: a new iterator combines spatial and reduction iterators."""
+
+
+class IndexMapNameError(LayoutError):
+    """transform_layout, transform_block_layout: the index map (or pad value) uses a name that
+    is neither one of its arguments nor a parameter of the function, so it cannot be recorded
+    and replayed."""
+
+
+# -- reindex / reindex_cache_read / reindex_cache_write / cache_index ----------------------------
+
+class ReindexError(ScheduleError):
+    """reindex, reindex_cache_read, reindex_cache_write or cache_index refused the block."""
+
+
+class NotLeafBlockError(ReindexError):
+    """The block holds other blocks; the primitive rewrites the accesses of a leaf block only."""
+
+
+class NoBufferAccessError(ReindexError):
+    """The block lists the buffer in its regions but never loads or stores it."""
+
+
+class NonUniqueAccessError(ReindexError):
+    """The block accesses the buffer at different indices (``A[vi, vj]`` and ``A[vj, vi]``), so
+    no single copy indexed by its iterators can stand for the buffer."""
+
+
+class OpaqueBufferAccessError(ReindexError):
+    """The block uses the buffer opaquely (its address, a match_buffer view), not only through
+    loads and stores."""
+
+
+class NotLoopChainError(ReindexError):
+    """reindex: the block is not alone in a chain of loops under its enclosing block, so there is
+    no place for the copy stage right next to its loop nest."""
+
+
+class ReindexWritesReadBufferError(ReindexError):
+    """A read of the buffer is redirected to a copy, but the block also writes the buffer: its
+    writes would land in the copy and be lost."""
+
+
+class ReindexReadsWrittenBufferError(ReindexError):
+    """A write of the buffer is redirected to a copy, but the block also reads the buffer without
+    being a reduction whose T.init writes it first: it would read the copy before anything was
+    stored there."""
+
+
+class ReindexOutOfBoundsError(ReindexError):
+    """The copy stage runs over the block's whole iterator domain, where the buffer's indices may
+    leave the buffer (the block guards the access, or its domain is larger than the buffer)."""
+
+
+class PartialWriteError(ReindexError):
+    """The copy back writes every point of the block's iterator domain, but the block may not
+    write every point (a T.where, a store under a condition, bindings that skip values)."""
+
+
+class NotSinglePointAccessError(ReindexError):
+    """reindex_cache_read/write: the block reads (or writes) more than one element of the buffer
+    per iteration, or loads it at indices other than its region."""
+
+
+class IndexMapNotMatchError(ReindexError):
+    """reindex_cache_read/write: the block iterators the index map uses differ from those the
+    buffer's indices use."""
+
+
+class IndexMapNotInjectiveError(ReindexError):
+    """reindex_cache_read/write: the index map may send two iterations of the block to one element
+    of the cache (or cannot be shown not to), so one would overwrite the other."""
+
+
+class StageSiteError(ReindexError):
+    """reindex_cache_read/write: the block shares its innermost loop body with another block that
+    writes (or uses) the buffer, so no place separates the copy from it."""
 
 
 # -- decompose_reduction / rfactor --------------------------------------------------------------

@@ -3,6 +3,7 @@ reverse_compute_inline (fold a consumer's expression into its producer)."""
 from __future__ import annotations
 
 from ....arith import simplify
+from ....ir import structural_equal
 from .. import errors
 from ... import expr as E
 from ... import stmt as S
@@ -13,6 +14,10 @@ from ..func_index import StmtReplacer, child_blocks, replace_stmts
 from ...stmt_functor import loads_in, substitute, uses_var
 from .scope import dataflow_violation, is_spatial
 from .move_stmt import remove_and_insert
+from .inline_affine import covers, in_bound_predicate, invert, ranges_of, tidy
+from .inline_checks import (check_inputs_not_rewritten, check_output_not_read_between,
+                            check_runs_whole_domain, is_true, loads_conditionally,
+                            producer_writes_all)
 
 
 class InlinePrimitives:
@@ -24,15 +29,21 @@ class InlinePrimitives:
         allocation disappear. The consumers' T.reads are recomputed.
 
         Requires: the block is a complete block (only spatial iterators, no init, the only
-        writer of its buffer); its body is a single store ``B[v0, v1, ...] = expr`` whose indices
-        are distinct block iterators and ``expr`` uses no other iterator; ``B`` is allocated in
-        the block's scope (it is not an output of the function); every consumer reads ``B``
-        through loads (not through match_buffer or opaque regions).
+        writer of its buffer); its body is a single store ``B[indices] = expr`` from whose
+        indices its iterators can be read back: distinct block iterators, or, as the reference
+        compiler accepts, iterators split or fused by constants (``B[vi * 16 + vj]``,
+        ``B[v // 4, v % 4]``; a load ``B[k]`` then takes ``expr`` at ``vi = k // 16,
+        vj = k % 16``), unit iterators taking their one value; ``expr`` uses no iterator the
+        indices leave undetermined; ``B`` is allocated in the block's scope (it is not an
+        output of the function); every consumer reads ``B`` through loads (not through
+        match_buffer or opaque regions); no block writes a buffer the block reads between the
+        block and its consumers (the inlined value reads those buffers later).
 
         Parameters: block (BlockRV).
         Raises (all InlineError): NotCompleteBlockError, BodyNotSingleStoreError,
         NotSingleWriterError, NotCompleteOrReductionBlockError, IndicesNotIteratorsError,
-        ValueUsesOtherIteratorError, OutputBlockError, OpaqueAccessError.
+        ValueUsesOtherIteratorError, OutputBlockError, InputWrittenBetweenError,
+        OpaqueAccessError.
 
         Example:
 
@@ -80,13 +91,16 @@ class InlinePrimitives:
         if problem:
             fail(*problem)
         index_vars = _plain_iter_vars(store.indices, producer)
-        if index_vars is None:
+        others = [iv.var for iv in producer.iter_vars
+                  if all(iv.var is not v for v in index_vars or ())]
+        inverse = None
+        if index_vars is None or any(uses_var(store.value, v) for v in others):
+            inverse, why = invert(store.indices, producer.iter_vars)
+        if inverse is None and index_vars is None:
             fail(errors.IndicesNotIteratorsError,
-                 f"the store indices of {buffer.name} are not distinct block iterators (they are "
-                 f"{', '.join(str(i) for i in store.indices)}), so loads cannot be mapped back to "
-                 "iterations", store)
-        others = [iv.var for iv in producer.iter_vars if all(iv.var is not v for v in index_vars)]
-        if any(uses_var(store.value, v) for v in others):
+                 f"its iterators cannot be read back from the store indices of {buffer.name} "
+                 f"({', '.join(str(i) for i in store.indices)}): {why}", store)
+        if inverse is None and any(uses_var(store.value, v) for v in others):
             fail(errors.ValueUsesOtherIteratorError,
                  f"the stored value uses a block iterator that is not an index of {buffer.name}",
                  store)
@@ -95,7 +109,8 @@ class InlinePrimitives:
                  f"it writes {buffer.name}, which is not allocated in its scope (an output of the "
                  "function); an output block cannot be inlined")
 
-        body = _LoadInliner(buffer, index_vars, store.value).visit(scope.block.body)
+        check_inputs_not_rewritten(idx, child_blocks(scope), realize, buffer, fail)
+        body = _LoadInliner(buffer, index_vars, store.value, inverse).visit(scope.block.body)
         new_func = _rebuild_scope(func, scope, remove_and_insert(body, remove=realize), buffer)
         _check_no_access_left(new_func, buffer, fail)
         self._update(func_name, new_func, "compute_inline")
@@ -106,18 +121,33 @@ class InlinePrimitives:
         of the value it computed straight into the consumer's output, and the consumer (with the
         loops it leaves empty) and the intermediate buffer disappear.
 
-        Requires: the block is a complete block whose body is a single store; it reads exactly
-        one buffer written in its scope (the intermediate), loading it everywhere at the same
-        indices, which are its iterators, each once, covering the whole buffer; it has no
-        predicate and no other block reads the intermediate; the producer is a complete block
-        (not a reduction) whose body is a single store to the intermediate, which is allocated in
-        the scope.
+        Requires: the block is a complete block whose body is a single store and which has no
+        predicate; it reads exactly one buffer written in its scope (the intermediate), loading
+        it everywhere at the same indices, from which its iterators can be read back (each index
+        a sum of its iterators, split or fused by constants, with a dense mixed radix: ``B[v]``,
+        ``B[vi * 16 + vj, vk]``, ``B[v // 16, v % 16]``, ``B[v + 1]``); its store writes each
+        element once and its loops run its whole iteration domain once; no other block reads
+        the intermediate, and the block's output is not read before the block writes it; the
+        producer is a complete block (not a reduction) whose body is a single store to the
+        intermediate (or one guarded by an ``if`` without ``else``), which is allocated in the
+        scope.
+
+        The producer then stores, at each element ``x`` it computes, the block's value for the
+        iteration that loads ``x``, under an ``if`` that keeps only the elements the block reads
+        (as the reference compiler does, the ``if`` is left out when provably always true). Beyond
+        the reference compiler's checks, which only compare ranges, every step is proven here: a
+        load that skips elements (``B[v * 2]``) is refused, an element must also match a
+        constant index (``B[0, v]`` keeps only row 0) and lie in the range of a digit that wraps
+        (``v % 4``), and a load inside a branch (``T.if_then_else``) needs proof that the
+        producer writes every element the branch may read. A program that reads elements
+        its producer never writes has no defined result, and gets none here.
 
         Parameters: block (BlockRV).
         Raises (all InlineError): NotCompleteBlockError, BodyNotSingleStoreError,
         NotSingleWriterError, NotCompleteOrReductionBlockError, NotSingleIntermediateError,
         NotSingleConsumerError, OutputBlockError, NonTrivialPredicateError,
-        InconsistentLoadIndicesError, IndicesNotIteratorsError, PartialConsumerError,
+        InconsistentLoadIndicesError, IndicesNotIteratorsError, NonInjectiveStoreError,
+        PartialConsumerError, OutputReadBetweenError, ProducerNotCoverConsumerError,
         OpaqueAccessError.
 
         Example:
@@ -180,7 +210,7 @@ class InlinePrimitives:
                  "reduce iterators), whose value is only final after the last reduction step; only "
                  "a complete producer can take the consumer in (decompose_reduction first)",
                  producer, consumer)
-        p_store = _single_store(producer, fail)
+        p_store = _producer_store(producer, fail)
         if p_store.buffer is not buffer:
             fail(errors.BodyNotSingleStoreError,
                  f'the producer "{producer.name_hint}" does not store {buffer.name} in a single '
@@ -200,28 +230,48 @@ class InlinePrimitives:
                  "it has a predicate (T.where), so it does not consume every element of "
                  f"{buffer.name}", consumer)
         loads = [load for load in loads_in(store) if load.buffer is buffer]
+        if not loads:
+            fail(errors.OpaqueAccessError, f"it reads {buffer.name} other than by loads", consumer)
         first = loads[0].indices
         if any(not _same_exprs(load.indices, first) for load in loads[1:]):
             fail(errors.InconsistentLoadIndicesError, f"it loads {buffer.name} at different indices",
                  store)
-        index_vars = _plain_iter_vars(first, consumer)
-        if index_vars is None or len(index_vars) != len(consumer.iter_vars):
+        inverse, why = invert(first, consumer.iter_vars)
+        if inverse is None:
             fail(errors.IndicesNotIteratorsError,
-                 f"it does not load {buffer.name} at its block iterators, each used once "
-                 f"({buffer.name}[{', '.join(str(i) for i in first)}])", store)
-        for var, dim in zip(index_vars, buffer.shape):
-            iv = next(iv for iv in consumer.iter_vars if iv.var is var)
-            if not (_is_zero(iv.dom.min) and _same_exprs((iv.dom.extent,), (dim,))):
-                fail(errors.PartialConsumerError,
-                     f"iterator {var.name} covers [{iv.dom.min}, {iv.dom.min} + {iv.dom.extent}) but "
-                     f"{buffer.name} has extent {dim} there; the consumer must read all of it",
-                     consumer)
+                 f"its iterators cannot be read back from where it loads {buffer.name} "
+                 f"({buffer.name}[{', '.join(str(i) for i in first)}]): {why}", store)
+        if invert(store.indices, consumer.iter_vars)[0] is None:
+            fail(errors.NonInjectiveStoreError,
+                 f"its store {store.buffer.name}[{', '.join(str(i) for i in store.indices)}] is "
+                 "not shown to write each element once, so running it in the producer's order "
+                 "could change which write lands last", store)
+        check_runs_whole_domain(idx, realize, fail)
+        check_output_not_read_between(idx, siblings, realize, producer_realize, store.buffer, fail)
 
-        mapping = dict(zip(index_vars, p_store.indices))
+        mapping, conds = inverse.apply(p_store.indices)
+        p_ranges = ranges_of(producer)
+        problem = covers(mapping, consumer.iter_vars, p_ranges)
+        if problem is None and loads_conditionally(store.value, buffer):
+            problem = producer_writes_all(idx, producer_realize, p_store, first, consumer)
+        if problem:
+            fail(errors.ProducerNotCoverConsumerError,
+                 f'its producer "{producer.name_hint}" does not write every element of '
+                 f"{buffer.name} it may read: {problem}", producer, consumer)
         value = _LoadInliner(buffer, (), p_store.value).visit(substitute(store.value, mapping))
         new_store = S.BufferStore(store.buffer, value,
                                   tuple(substitute(i, mapping) for i in store.indices))
-        new_producer = producer_realize.replace(block=_with_regions(producer.replace(body=new_store)))
+        pred = in_bound_predicate(consumer.iter_vars, mapping, conds, p_ranges)
+        body = new_store
+        if isinstance(producer.body, S.IfThenElse):
+            guard = tidy(simplify(producer.body.condition, p_ranges))
+            if is_true(pred):
+                pred = producer.body.condition
+            elif not structural_equal(pred, guard):
+                pred = tidy(simplify(E.And(pred, producer.body.condition), p_ranges))
+        if not is_true(pred):
+            body = S.IfThenElse(pred, new_store)
+        new_producer = producer_realize.replace(block=_with_regions(producer.replace(body=body)))
         body = StmtReplacer({id(producer_realize): new_producer}).visit(scope.block.body)
         new_func = _rebuild_scope(func, scope, remove_and_insert(body, remove=realize), buffer)
         _check_no_access_left(new_func, buffer, fail)
@@ -247,6 +297,15 @@ def _single_store(block: S.Block, fail) -> S.BufferStore:
              f'the body of block "{block.name_hint}" is {what}, not a single store '
              "B[...] = value", block)
     return block.body
+
+
+def _producer_store(block: S.Block, fail) -> S.BufferStore:
+    """The producer's store: its body, or the body of its one ``if`` without ``else``."""
+    body = block.body
+    if block.init is None and isinstance(body, S.IfThenElse) and body.else_case is None \
+            and isinstance(body.then_case, S.BufferStore):
+        return body.then_case
+    return _single_store(block, fail)
 
 
 def _plain_iter_vars(indices, block: S.Block):
@@ -283,28 +342,30 @@ def _single_intermediate(consumer: S.Block, realize, siblings, fail):
 
 
 def _same_exprs(a, b) -> bool:
-    from ....ir import structural_equal
     return len(a) == len(b) and all(structural_equal(simplify(x), simplify(y)) for x, y in zip(a, b))
-
-
-def _is_zero(e) -> bool:
-    e = simplify(e)
-    return isinstance(e, E.IntImm) and e.value == 0
 
 
 class _LoadInliner(StmtExprMutator):
     """Replaces every load of ``buffer`` by ``value`` with ``index_vars`` set to the load's
-    indices, and recomputes the access regions of every block it changes."""
+    indices (or, given an Inverse, with the iterators it reads back from them), and recomputes the access regions of every block it changes."""
 
-    def __init__(self, buffer, index_vars, value):
+    def __init__(self, buffer, index_vars, value, inverse=None):
         super().__init__()
         self.buffer, self.index_vars, self.value = buffer, index_vars, value
+        self.inverse = inverse
 
     def visit_BufferLoad(self, load):
         load = self.generic_visit(load)
         if load.buffer is not self.buffer:
             return load
+        if self.inverse is not None:
+            return substitute(self.value, self.inverse.apply(load.indices)[0])
         return substitute(self.value, dict(zip(self.index_vars, load.indices)))
+
+    def visit_Call(self, call):
+        if call.op == "buffer_data":   # A.data names the whole buffer, it loads nothing: the
+            return call                # access stays (and _check_no_access_left refuses it)
+        return self.generic_visit(call)
 
     def visit_Block(self, block):
         new = self.generic_visit(block)
