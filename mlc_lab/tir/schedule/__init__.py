@@ -10,6 +10,7 @@ from .primitives.inline import InlinePrimitives
 from .primitives.layout import LayoutPrimitives
 from .primitives.loops import LoopPrimitives
 from .primitives.reduction import ReductionPrimitives
+from .primitives.reindex import ReindexPrimitives
 from .primitives.sampling import SamplingPrimitives
 from .rv import BlockRV, LoopRV
 from .schedule import ScheduleBase, Step
@@ -20,7 +21,7 @@ from .trace import Instruction, Trace, TraceError
 
 class Schedule(LoopPrimitives, ForKindPrimitives, ComputeLocationPrimitives, InlinePrimitives,
                CachePrimitives, ReductionPrimitives, LayoutPrimitives, BlockizePrimitives,
-               SamplingPrimitives, ScheduleBase):
+               ReindexPrimitives, SamplingPrimitives, ScheduleBase):
     """Transform an IRModule step by step with primitives; ``sch.mod`` is the current module,
     ``sch.trace`` the replayable record, ``sch.history`` every step with the module after it."""
 
