@@ -20,6 +20,7 @@ from .verify import VerifyError, verify
 # half-made arith. So they are bound on first use: name -> (submodule, attribute or None).
 _UPPER_LAYER = {
     "BlockScope": ("schedule", "BlockScope"),
+    "IndexMap": ("index_map", "IndexMap"),
     "Schedule": ("schedule", "Schedule"),
     "ScheduleError": ("schedule", "ScheduleError"),
     "ScheduleState": ("schedule", "ScheduleState"),
