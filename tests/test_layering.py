@@ -138,6 +138,7 @@ LAYERS = [
     ("tensor expressions", ["mlc_lab.te", "mlc_lab.topi"]),
     ("relax", ["mlc_lab.relax"]),
     ("script", ["mlc_lab.script"]),
+    ("tensor intrinsics", ["mlc_lab.tir.tensor_intrin"]),   # written in the script dialect
     ("meta_schedule", ["mlc_lab.meta_schedule"]),
     ("frontends", ["mlc_lab.frontend"]),
     ("testing", ["mlc_lab.testing"]),

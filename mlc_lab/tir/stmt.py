@@ -106,6 +106,29 @@ THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadI
                "vthread", "vthread.x", "vthread.y", "vthread.z")
 
 
+class Annotations(tuple):
+    """The annotations of a loop or block: (key, value) pairs, also looked up by key like the
+    reference compiler's annotation map (``block.annotations["key"]``, ``.get("key")``)."""
+    __slots__ = ()
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            for k, v in self:
+                if k == key:
+                    return v
+            raise KeyError(key)
+        return tuple.__getitem__(self, key)
+
+    def get(self, key: str, default=None):
+        return next((v for k, v in self if k == key), default)
+
+
+def _annotations(value) -> Annotations:
+    if type(value) is Annotations:
+        return value
+    return Annotations(() if value is None else value.items() if isinstance(value, dict) else value)
+
+
 @node
 class For(Stmt):
     loop_var: Var
@@ -115,6 +138,9 @@ class For(Stmt):
     body: Stmt
     thread_binding: Optional[str] = None
     annotations: tuple = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "annotations", _annotations(self.annotations))
 
 
 @node
@@ -182,11 +208,12 @@ class Block(Stmt):
     def __post_init__(self):
         # The reference compiler's constructor takes lists, None for "none" and a dict of
         # annotations: keep the fields tuples (of (key, value) pairs for the annotations).
-        for name in ("iter_vars", "reads", "writes", "alloc_buffers", "match_buffers", "annotations"):
+        for name in ("iter_vars", "reads", "writes", "alloc_buffers", "match_buffers"):
             value = getattr(self, name)
             if type(value) is not tuple:
-                value = () if value is None else tuple(value.items() if isinstance(value, dict) else value)
+                value = () if value is None else tuple(value)
                 object.__setattr__(self, name, value)
+        object.__setattr__(self, "annotations", _annotations(self.annotations))
 
 
 @node

@@ -60,12 +60,14 @@ class TensorIntrin:
 
     @staticmethod
     def get(name: str, allow_missing: bool = False) -> "TensorIntrin | None":
-        """The intrinsic registered under ``name`` (None if missing and ``allow_missing``)."""
+        """The intrinsic registered under ``name``; a missing one is None with ``allow_missing``,
+        else a ValueError (as the reference compiler raises)."""
         intrin = TensorIntrin._registry.get(name)
         if intrin is None and not allow_missing:
             known = ", ".join(sorted(TensorIntrin._registry)) or "none"
-            raise KeyError(f"no tensor intrinsic named {name!r} is registered (registered: {known}); "
-                           "register one with TensorIntrin.register(name, desc, impl)")
+            raise ValueError(f"no tensor intrinsic named {name!r} is registered (registered: {known}); "
+                             "register one with TensorIntrin.register(name, desc, impl), or import "
+                             "mlc_lab.tir.tensor_intrin for the library of hardware intrinsics")
         return intrin
 
 
@@ -113,6 +115,7 @@ class _Matcher:
         self.buffers: dict[int, Buffer] = {}
         self.offsets: dict[int, list] = {}
         self.block = block
+        self.ranges = {iv.var: iv.dom for iv in block.iter_vars}   # grows with the inner blocks'
         self.regions = {}
         for r in block.reads + block.writes:
             self.regions.setdefault(id(r.buffer), r)
@@ -130,6 +133,7 @@ class _Matcher:
                             f"intrinsic's {re} (loop {rhs.loop_var.name})")
         self.expr(lhs.min, rhs.min)
         self.bind(rhs.loop_var, lhs.loop_var)
+        self.ranges[lhs.loop_var] = S.Range(lhs.min, lhs.extent)
         self.stmt(lhs.body, rhs.body)
 
     def stmt_BlockRealize(self, lhs: S.BlockRealize, rhs: S.BlockRealize) -> None:
@@ -146,6 +150,7 @@ class _Matcher:
                     raise _Mismatch(f"iterator {liv.var.name} ranges over {_range(liv.dom)} but the "
                                     f"intrinsic's {riv.var.name} over {_range(riv.dom)}")
             self.bind(riv.var, liv.var)
+            self.ranges[liv.var] = liv.dom
         for lv, rv in zip(lhs.iter_values, rhs.iter_values):
             self.expr(lv, rv)
         self.expr(simplify(lhs.predicate), simplify(rhs.predicate))
@@ -185,6 +190,10 @@ class _Matcher:
             return
         if type(lhs) is not type(rhs):
             raise _Mismatch(f"the block computes {lhs} where the intrinsic computes {rhs}")
+        if isinstance(lhs, E.IntImm) and _index_dtype(lhs.dtype) and _index_dtype(rhs.dtype):
+            if lhs.value != rhs.value:   # int32 and int64 indices are the same numbers
+                raise _Mismatch(f"the block computes {lhs} where the intrinsic computes {rhs}")
+            return
         if isinstance(lhs, E.BufferLoad):
             return self.access(lhs.buffer, lhs.indices, rhs.buffer, rhs.indices)
         for (name, a), (_, b) in zip(lhs.fields(), rhs.fields()):
@@ -204,7 +213,7 @@ class _Matcher:
         extra = len(lidx) - len(ridx)
         for d, index in enumerate(lidx):
             expected = mins[d] if d < extra else mins[d] + self.translate(ridx[d - extra])
-            if not _is_zero(simplify(index - expected)):
+            if not _is_zero(simplify(index - expected, self.ranges)):
                 shown = ", ".join(str(i) for i in ridx)
                 raise _Mismatch(f"the block accesses {lbuf.name}[{', '.join(str(i) for i in lidx)}] "
                                 f"where the intrinsic accesses {rbuf.name}[{shown}] (dimension {d} "
@@ -220,6 +229,9 @@ class _Matcher:
         if lbuf.dtype != rbuf.dtype:
             raise _Mismatch(f"buffer {lbuf.name} has dtype {lbuf.dtype} but the intrinsic's "
                             f"{rbuf.name} has {rbuf.dtype}")
+        if lbuf.scope != rbuf.scope:
+            raise _Mismatch(f'buffer {lbuf.name} is in scope "{lbuf.scope}" but the intrinsic\'s '
+                            f'{rbuf.name} must be in "{rbuf.scope}"')
         region = self.regions.get(id(lbuf))
         if region is None or lbuf.ndim < rbuf.ndim:
             raise _Mismatch(f"buffer {lbuf.name} cannot stand for the intrinsic's {rbuf.ndim}-d buffer "
@@ -260,6 +272,10 @@ def _same_int(a, b) -> bool:
     return _is_zero(simplify(E.convert(a) - E.convert(b)))
 
 
+def _index_dtype(dtype: str) -> bool:
+    return dtype in ("int32", "int64")
+
+
 def _is_zero(e) -> bool:
     return isinstance(e, E.IntImm) and e.value == 0
 
@@ -275,6 +291,16 @@ def instantiate(intrin: TensorIntrin, regions: list, taken_names: set) -> tuple:
     match_buffers = tuple(S.MatchBufferRegion(fresh[id(p)], region) for p, region in zip(params, regions))
     body = _Freshen(fresh, set(taken_names)).visit(_root_body(intrin.impl))
     return body, match_buffers
+
+
+def merged_annotations(annotations: tuple, intrin: TensorIntrin) -> tuple:
+    """The block's ``annotations`` plus those of the impl's root block (``T.block_attr`` next to
+    the instruction), as the reference compiler merges them; where both set a key, the block's
+    value stays."""
+    body = intrin.impl.body
+    extra = body.block.annotations if isinstance(body, S.BlockRealize) and body.block.name_hint == "root" else ()
+    keys = {k for k, _ in annotations}
+    return tuple(annotations) + tuple((k, v) for k, v in extra if k not in keys)
 
 
 class _Freshen(StmtExprMutator):

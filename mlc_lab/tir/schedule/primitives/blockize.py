@@ -87,9 +87,12 @@ class BlockizePrimitives:
 
         Given a loop, the loop is blockized first. The block's body must match the intrinsic's
         description (loop extents, block iterators, bindings, the computation), with each buffer
-        of the description standing for the region of a buffer that the block accesses. The body
-        becomes the intrinsic's implementation, whose buffers are declared as ``T.match_buffer``
-        views of those regions. The block's iterators, regions and init stay as they were.
+        of the description standing for the region of a buffer of the same dtype and storage scope
+        that the block accesses. The body becomes the intrinsic's implementation, whose buffers are
+        declared as ``T.match_buffer`` views of those regions. The block's iterators, regions and
+        init stay as they were; annotations of the implementation's root block join its own.
+        ``import mlc_lab.tir.tensor_intrin`` registers the hardware intrinsics (x86, Arm, CUDA,
+        ROCm, Hexagon) under the reference compiler's names.
 
         Requires: an intrinsic registered with ``TensorIntrin.register(name, desc, impl)``; a
         block (or a loop that blockize accepts) whose body matches the description.
@@ -138,7 +141,7 @@ class BlockizePrimitives:
                         T.writes(B_1[vi])
                         B_1[vi] = A_1[vi]
         """
-        from ..tensor_intrin import TensorIntrin, instantiate, match
+        from ..tensor_intrin import TensorIntrin, instantiate, match, merged_annotations
         if not isinstance(tensor_intrin, str):
             raise TypeError(f"sch.tensorize: parameter 'tensor_intrin' expects the name of a "
                             f"registered TensorIntrin, got {tensor_intrin!r}")
@@ -160,7 +163,8 @@ class BlockizePrimitives:
         replaced = {r.block.name_hint for r in all_blocks_under(realize)}
         taken = (set(index.blocks) - replaced) | {realize.block.name_hint}
         body, match_buffers = instantiate(intrin, regions, taken)
-        block = realize.block.replace(body=body, match_buffers=realize.block.match_buffers + match_buffers)
+        block = realize.block.replace(body=body, match_buffers=realize.block.match_buffers + match_buffers,
+                                      annotations=merged_annotations(realize.block.annotations, intrin))
         self._replace(func_name, {id(old): realize.replace(block=block)}, "tensorize")
         return None
 
