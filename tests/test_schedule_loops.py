@@ -183,10 +183,66 @@ def two_writers(A: T.Buffer((16,), "float32")):
 
 
 def test_vectorize_needs_compact_dataflow():
+    # "second" reads the buffer it writes and shares it with "first": not a complete block
     sch = tir.Schedule(two_writers)
     (i,) = sch.get_loops(sch.get_block("second"))
     unchanged_after(sch, lambda: sch.vectorize(i), tir.schedule.NotCompactDataflowError,
                      'block "second"', "buffer A")
+
+
+@T.prim_func
+def two_halves(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for i in range(8):
+        with T.block("low"):
+            vi = T.axis.spatial(16, i)
+            B[vi] = A[vi + 8]
+    for i in range(8):
+        with T.block("high"):
+            vi = T.axis.spatial(16, i + 8)
+            B[vi] = A[vi - 8] * T.float32(2)
+
+
+@T.prim_func
+def two_halves_shifted(A: T.Buffer((16,), "float32"), B: T.Buffer((17,), "float32")):
+    for i in range(8):
+        with T.block("low"):
+            vi = T.axis.spatial(16, i)
+            B[vi] = A[vi + 8]
+    for i in range(8):
+        with T.block("high"):
+            vi = T.axis.spatial(16, i + 8)
+            B[vi // 2 + 4] = A[vi - 8]
+
+
+def test_each_half_of_a_shared_output_is_parallelized():
+    # neither block is the only writer of B, but under its own loop each is a complete block
+    # whose iterations write distinct elements
+    sch = tir.Schedule(two_halves)
+    (i,) = sch.get_loops(sch.get_block("low"))
+    (j,) = sch.get_loops(sch.get_block("high"))
+    sch.parallel(i)
+    sch.vectorize(j)
+    assert [sch.get(i).kind, sch.get(j).kind] == ["parallel", "vectorized"]
+    assert_same_numerics(two_halves, sch.mod["main"])
+    assert_replays(sch, two_halves)
+
+
+def test_iterations_writing_one_element_are_not_parallelized():
+    # "high" writes B[i // 2 + 8]: two iterations store to each element, in order
+    sch = tir.Schedule(two_halves_shifted)
+    (j,) = sch.get_loops(sch.get_block("high"))
+    unchanged_after(sch, lambda: sch.parallel(j), tir.schedule.NotCompactDataflowError,
+                     'block "high"', "buffer B", "loop i")
+
+
+def test_rebinding_a_bound_loop_replaces_its_thread():
+    sch = tir.Schedule(two_writers)
+    (i,) = sch.get_loops(sch.get_block("first"))
+    sch.bind(i, "blockIdx.x")
+    sch.bind(i, "threadIdx.x")
+    loop = sch.get(i)
+    assert (loop.kind, loop.thread_binding) == ("thread_binding", "threadIdx.x")
+    assert_replays(sch, two_writers)
 
 
 def test_history_and_diff(capsys):
@@ -423,3 +479,73 @@ def test_get_returns_the_ir_behind_a_handle():
         sch.get(3.5)
     with pytest.raises(errors.InvalidHandleError, match="loop j no longer exists"):
         sch.get(j)
+
+
+# -- printed forms of split guards and fused bindings; reorder of overlapping tiles ---------------
+@T.prim_func
+def scale_3d(A: T.Buffer((4, 6, 10), "float32"), B: T.Buffer((4, 6, 10), "float32")):
+    for i, j, k in T.grid(4, 6, 10):
+        with T.block("B"):
+            vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+            B[vi, vj, vk] = A[vi, vj, vk] + T.float32(1)
+
+
+def test_split_guards_keep_their_nested_form_and_fused_bindings_take_the_modulo_first():
+    sch = tir.Schedule(scale_3d)
+    i, j, k = sch.get_loops(sch.get_block("B"))
+    sch.split(k, [2, 2, 3])
+    sch.split(j, [None, 4])
+    text = sch.mod["main"].script()
+    # each guard is the split's own nested sum; a later split leaves the earlier guard as it was
+    assert "T.where((k_0 * 2 + k_1) * 3 + k_2 < 10 and j_0 * 4 + j_1 < 6)" in text
+    assert_same_numerics(scale_3d, sch.mod["main"])
+    assert_replays(sch, scale_3d)
+
+    fused = tir.Schedule(scale_3d)
+    fused.fuse(*fused.get_loops(fused.get_block("B")))
+    text = fused.mod["main"].script()
+    assert "vi = T.axis.spatial(4, i_j_k_fused // 60)" in text
+    assert "vj = T.axis.spatial(6, i_j_k_fused % 60 // 10)" in text
+    assert "vk = T.axis.spatial(10, i_j_k_fused % 10)" in text
+    assert_same_numerics(scale_3d, fused.mod["main"])
+    assert_replays(fused, scale_3d)
+
+
+@T.prim_func
+def overlapping_rows(A: T.Buffer((14, 4), "float32"), B: T.Buffer((14, 4), "float32")):
+    for r, u, c in T.grid(6, 4, 4):
+        with T.block("B"):
+            vi = T.axis.spatial(14, r * 2 + u)
+            vj = T.axis.spatial(4, c)
+            B[vi, vj] = A[vi, vj] * T.float32(3)
+
+
+@T.prim_func
+def overlapping_rows_accumulated(A: T.Buffer((14, 4), "float32"), B: T.Buffer((14, 4), "float32")):
+    for r, u, c in T.grid(6, 4, 4):
+        with T.block("B"):
+            vi = T.axis.spatial(14, r * 2 + u)
+            vj = T.axis.spatial(4, c)
+            B[vi, vj] = B[vi, vj] + A[vi, vj]
+
+
+def test_reorder_of_overlapping_tiles_of_a_pure_block():
+    # rows are written by two tiles each, with the same value: any order gives the same result
+    sch = tir.Schedule(overlapping_rows)
+    r, u, c = sch.get_loops(sch.get_block("B"))
+    sch.reorder(c, u, r)
+    assert_same_numerics(overlapping_rows, sch.mod["main"])
+    assert_replays(sch, overlapping_rows)
+    # a block that reads what it writes keeps needing one visit per point
+    other = tir.Schedule(overlapping_rows_accumulated)
+    r, u, c = other.get_loops(other.get_block("B"))
+    unchanged_after(other, lambda: other.reorder(c, u, r), tir.schedule.NotAffineBindingError,
+                    '"B"', "vi")
+
+
+def test_split_accepts_factors_given_as_int64_constants():
+    sch = tir.Schedule(scale_10x4)
+    i, _ = sch.get_loops(sch.get_block("B"))
+    sch.split(i, [tir.IntImm("int64", 5), None])
+    assert [int(sch.get(lp).extent) for lp in sch.get_loops(sch.get_block("B"))] == [5, 2, 4]
+    assert_same_numerics(scale_10x4, sch.mod["main"])

@@ -391,3 +391,199 @@ def test_rfactor_write_back_drops_a_guard_every_slot_satisfies():
     sch.rfactor(sch.get_loops(sch.get_block("S"))[1], factor_axis=0)
     assert "T.where" not in sch.mod["main"].script().split('T.block("S")')[1]
     assert_schedule_ok(sch, sum_two_axes)
+
+
+# -- rfactor of two-output reducers, LetStmt updates, loops feeding several iterators -------------
+@T.prim_func
+def row_argmax(V: T.Buffer((6, 24), "float32"), I: T.Buffer((6,), "int32"),
+               M: T.Buffer((6,), "float32")):
+    for i, k in T.grid(6, 24):
+        with T.block("amax"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                I[vi] = -1
+                M[vi] = T.min_value("float32")
+            new_i: T.int32 = T.Select(M[vi] >= V[vi, vk], I[vi], vk)
+            new_m: T.float32 = T.Select(M[vi] >= V[vi, vk], M[vi], V[vi, vk])
+            I[vi] = new_i
+            M[vi] = new_m
+
+
+@T.prim_func
+def row_argmin_ties_to_first(V: T.Buffer((6, 24), "float32"), I: T.Buffer((6,), "int32"),
+                             M: T.Buffer((6,), "float32")):
+    for i, k in T.grid(6, 24):
+        with T.block("amin"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                M[vi] = T.max_value("float32")
+                I[vi] = -1
+            new_i: T.int32 = T.Select(M[vi] < V[vi, vk] or (M[vi] == V[vi, vk] and I[vi] < vk),
+                                      I[vi], vk)
+            new_m: T.float32 = T.Select(M[vi] < V[vi, vk], M[vi], V[vi, vk])
+            M[vi] = new_m
+            I[vi] = new_i
+
+
+@T.prim_func
+def row_argmax_stores_in_place(V: T.Buffer((6, 24), "float32"), I: T.Buffer((6,), "int32"),
+                               M: T.Buffer((6,), "float32")):
+    for i, k in T.grid(6, 24):
+        with T.block("amax"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                I[vi] = -1
+                M[vi] = T.min_value("float32")
+            M[vi] = T.Select(M[vi] >= V[vi, vk], M[vi], V[vi, vk])
+            I[vi] = T.Select(M[vi] >= V[vi, vk], I[vi], vk)
+
+
+@T.prim_func
+def row_argmax_ties_to_first(V: T.Buffer((6, 24), "float32"), I: T.Buffer((6,), "int32"),
+                             M: T.Buffer((6,), "float32")):
+    for i, k in T.grid(6, 24):
+        with T.block("amax"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                I[vi] = -1
+                M[vi] = T.min_value("float32")
+            new_i: T.int32 = T.Select(M[vi] > V[vi, vk] or (M[vi] == V[vi, vk] and I[vi] < vk),
+                                      I[vi], vk)
+            new_m: T.float32 = T.Select(M[vi] > V[vi, vk], M[vi], V[vi, vk])
+            I[vi] = new_i
+            M[vi] = new_m
+
+
+def test_rfactor_refuses_an_argmax_whose_ties_depend_on_the_order():
+    """With ``>=`` the first index among equal maxima wins; partial results combined in another
+    order could return another one (a row 0, 5, 5 split in two would give index 2, not 1)."""
+    sch = tir.Schedule(row_argmax)
+    _, k = sch.get_loops(sch.get_block("amax"))
+    _, k1 = sch.split(k, [None, 4])
+    unchanged_after(sch, lambda: sch.rfactor(k1, 1), tir.schedule.ReducerNotRecognizedError,
+                    "keeps the index seen first among equal values", "break ties by the index")
+
+
+def test_rfactor_of_an_argmax_with_ties_broken_by_index_returns_the_first_index():
+    sch = tir.Schedule(row_argmax_ties_to_first)
+    i, k = sch.get_loops(sch.get_block("amax"))
+    sch.rfactor(sch.split(k, [None, 4])[1], 1)
+    values = np.zeros((6, 24), "float32")
+    values[:, [3, 9, 17]] = 1.0   # three equal maxima per row, in different rf slots
+    index = mlc_lab.nd.array(np.zeros(6, "int32"))
+    best = mlc_lab.nd.array(np.zeros(6, "float32"))
+    mlc_lab.build(sch.mod, target="llvm")(mlc_lab.nd.array(values), index, best)
+    assert index.numpy().tolist() == [3] * 6 and best.numpy().tolist() == [1.0] * 6
+
+
+@pytest.mark.parametrize("func, name", [(row_argmax_ties_to_first, "amax"),
+                                        (row_argmin_ties_to_first, "amin")])
+def test_rfactor_of_an_argmax_pair_keeps_both_outputs(func, name):
+    sch = tir.Schedule(func)
+    i, k = sch.get_loops(sch.get_block(name))
+    k0, k1 = sch.split(k, [None, 4])
+    rf = sch.rfactor(k1, 1)
+    block = sch.get(rf)
+    assert sorted(w.buffer.name for w in block.writes) == ["I_rf", "M_rf"]
+    assert [tuple(int(s) for s in w.buffer.shape) for w in block.writes] == [(6, 4), (6, 4)]
+    write_back = sch.get(sch.get_block(name))
+    assert sorted(r.buffer.name for r in write_back.reads) == ["I_rf", "M_rf"]
+    sch.parallel(sch.get_loops(rf)[0])
+    assert_schedule_ok(sch, func)
+
+
+def test_rfactor_refuses_outputs_stored_one_after_the_other():
+    # the second store reads the value the first one just wrote: not a reducer pair
+    sch = tir.Schedule(row_argmax_stores_in_place)
+    _, k = sch.get_loops(sch.get_block("amax"))
+    unchanged_after(sch, lambda: sch.rfactor(k, 0), tir.schedule.ReducerNotRecognizedError,
+                    '"amax"', "LetStmt")
+
+
+@T.prim_func
+def rowsum_through_let(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8,), "float32")):
+    for i, k in T.grid(8, 16):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            acc: T.float32 = B[vi] + A[vi, vk] * T.float32(3)
+            B[vi] = acc
+
+
+def test_rfactor_of_an_update_written_through_a_let():
+    sch = tir.Schedule(rowsum_through_let)
+    _, k = sch.get_loops(sch.get_block("B"))
+    _, k1 = sch.split(k, [None, 8])
+    rf = sch.rfactor(k1, 0)
+    assert isinstance(sch.get(rf).body, tir.BufferStore)   # the let is folded into the store
+    assert_schedule_ok(sch, rowsum_through_let)
+
+
+@T.prim_func
+def window_sum(A: T.Buffer((4, 6, 6), "float32"), B: T.Buffer((4,), "float32")):
+    for c, r, u in T.grid(4, 36, 1):
+        with T.block("B"):
+            vc = T.axis.spatial(4, c)
+            rh = T.axis.reduce(6, r // 6)
+            rw = T.axis.reduce(6, r % 6)
+            with T.init():
+                B[vc] = T.float32(0)
+            B[vc] = B[vc] + A[vc, rh, rw]
+
+
+def test_rfactor_of_a_loop_feeding_two_reduce_iterators_is_a_copy():
+    sch = tir.Schedule(window_sum)
+    _, r, _ = sch.get_loops(sch.get_block("B"))
+    rf = sch.rfactor(r, 1)
+    block = sch.get(rf)
+    assert block.init is None and all(iv.iter_type == "spatial" for iv in block.iter_vars)
+    assert_schedule_ok(sch, window_sum)
+
+
+def test_rfactor_of_a_unit_loop_that_feeds_no_iterator():
+    sch = tir.Schedule(window_sum)
+    _, _, u = sch.get_loops(sch.get_block("B"))
+    sch.rfactor(u, 0)
+    assert_schedule_ok(sch, window_sum)
+    other = tir.Schedule(window_sum)
+    c, _, _ = other.get_loops(other.get_block("B"))
+    other.reorder(other.get_loops(other.get_block("B"))[1], c)
+    _, c, _ = other.get_loops(other.get_block("B"))
+    unchanged_after(other, lambda: other.rfactor(c, 0), tir.schedule.NotSingleReduceIterError,
+                    "loop c", "vc")
+
+
+@T.prim_func
+def produce_then_reduce(A: T.Buffer((8, 16), "float32"), S: T.Buffer((8,), "float32")):
+    B = T.alloc_buffer((8, 16), "float32")
+    for i in range(8):
+        for k in range(16):
+            with T.block("P"):
+                vi, vk = T.axis.remap("SS", [i, k])
+                B[vi, vk] = A[vi, vk] * T.float32(2)
+        for k in range(16):
+            with T.block("S"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    S[vi] = T.float32(0)
+                S[vi] = S[vi] + B[vi, vk]
+
+
+def test_rfactor_hoists_the_rf_nest_before_loops_shared_with_other_blocks():
+    sch = tir.Schedule(two_blocks_one_loop)
+    _, k = sch.get_loops(sch.get_block("B"))
+    rf = sch.rfactor(k, 0)
+    first = sch.mod["main"].body.block.body.seq[0]
+    assert isinstance(first, tir.For) and first.body.body.block.name_hint == "B_rf"
+    assert len(sch.get_loops(rf)) == 2
+    assert_schedule_ok(sch, two_blocks_one_loop)
+
+
+def test_rfactor_keeps_the_rf_nest_after_the_block_that_produces_its_input():
+    # P fills B inside the same loop i: hoisting S_rf above loop i would read B too early
+    sch = tir.Schedule(produce_then_reduce)
+    i, k = sch.get_loops(sch.get_block("S"))
+    rf = sch.rfactor(k, 0)
+    assert sch.get(sch.get_loops(rf)[0]).loop_var is sch.get(i).loop_var
+    assert_schedule_ok(sch, produce_then_reduce)

@@ -538,12 +538,14 @@ class LoopHoldsOtherBlocksError(RFactorError):
 
 
 class NotSingleReduceIterError(RFactorError):
-    """rfactor: the loop does not feed exactly one iterator of the block, a reduce iterator."""
+    """rfactor: the loop feeds a spatial iterator of the block, or no iterator at all while it
+    runs more than once (it may feed one or several reduce iterators)."""
 
 
 class ReducerNotRecognizedError(RFactorError):
-    """rfactor: the block is not ``x = x op e`` (op one of +, *, max, min) with op's identity as
-    init."""
+    """rfactor: the block's init and update are not a known reducer: ``x = x op e`` (op one of +,
+    *, max, min) with op's identity as init, for one output or several, or an argmax/argmin pair
+    whose new values are computed in LetStmts before being stored."""
 
 
 class NotStagePipelineError(RFactorError):
@@ -587,6 +589,143 @@ class TensorizeError(ScheduleError):
 
 class UnknownTensorIntrinError(TensorizeError):
     """tensorize was given a name no TensorIntrin is registered under."""
+
+
+# -- merge --------------------------------------------------------------------------------------
+
+class MergeError(ScheduleError):
+    """merge cannot fuse the given loop nests into one."""
+
+
+class MergeTooFewLoopsError(MergeError):
+    """merge: fewer than two distinct loops were given."""
+
+
+class MergeDifferentScopeError(MergeError):
+    """merge: the loops are not under the same block (one scope)."""
+
+
+class MergeNotSiblingsError(MergeError):
+    """merge: the outermost loops of the nests are not statements of one sequence, or one loop
+    encloses another."""
+
+
+class MergeDepthMismatchError(MergeError):
+    """merge: the nests from the common ancestor down to the given loops have different depths."""
+
+
+class MergeExtentMismatchError(MergeError):
+    """merge: loops merged together have different extents."""
+
+
+class MergeNotOnlyChildError(MergeError, NotOnlyChildError):
+    """merge: a loop of a nest is not the only statement of the loop around it."""
+
+
+class MergeLoopNotStartingAtZeroError(MergeError, LoopNotStartingAtZeroError):
+    """merge: a loop of a nest does not start at 0."""
+
+
+class MergeAnnotatedLoopError(MergeError):
+    """merge: a loop of a nest is bound to a thread or carries annotations."""
+
+
+class MergeDependenceError(MergeError):
+    """merge: interleaving the nests (or moving the statements between them) would reorder
+    accesses to a buffer one of them writes."""
+
+
+# -- rolling_buffer -----------------------------------------------------------------------------
+
+class RollingBufferError(ScheduleError):
+    """rolling_buffer cannot turn the written buffer into a circular one."""
+
+
+class RollingBufferNotAllocatedError(RollingBufferError):
+    """rolling_buffer: the buffer is not allocated in the block's scope (a parameter, or a buffer
+    of another scope)."""
+
+
+class RollingBufferDependencyError(RollingBufferError):
+    """rolling_buffer: the buffer has other writers, or the block has dependencies other than
+    read-after-write ones."""
+
+
+class RollingBufferInsertionError(RollingBufferError):
+    """rolling_buffer: the lowest common ancestor of the block and its consumers is not a loop
+    (the block must be computed at a loop of its consumer first)."""
+
+
+class RollingBufferMatchError(RollingBufferError):
+    """rolling_buffer: no dimension of the region written per iteration has the rolling form
+    (loop * stride + tile, overlapping the previous iteration's tile)."""
+
+
+class RollingBufferUnsafeError(RollingBufferError):
+    """rolling_buffer: the circular buffer could not be proven to compute what the full buffer
+    computes (accesses outside the current window, loops other than serial ones between the
+    rolling loop and the blocks, or a block iterator that does not follow the buffer axis)."""
+
+
+# -- buffer attributes: storage_align, set_axis_separator, unsafe_set_dtype; add_unit_loop -------
+
+class BufferAttrError(ScheduleError):
+    """storage_align/set_axis_separator/unsafe_set_dtype cannot change the buffer's attribute."""
+
+
+class NotAllocatedBufferError(BufferAttrError):
+    """The buffer is not allocated by a block (it is a function parameter or a match_buffer
+    view); only an alloc_buffer's storage can be aligned or retyped."""
+
+
+class StorageAlignFactorError(BufferAttrError):
+    """storage_align: the factor is not a positive integer."""
+
+
+class StorageAlignOffsetError(BufferAttrError):
+    """storage_align: the offset is not in 0 .. factor - 1, so no stride can leave it as the
+    remainder of a division by the factor."""
+
+
+class StorageAlignAxisError(BufferAttrError):
+    """storage_align: the axis is outside [-ndim, ndim) of the buffer."""
+
+
+class StorageAlignAnnotationError(BufferAttrError):
+    """storage_align: the block's existing "buffer_dim_align" annotation is not a list of
+    [buffer_index, axis, factor, offset] integer quadruples."""
+
+
+class StridedBufferError(BufferAttrError):
+    """The buffer declares explicit strides; its layout is fixed and cannot be aligned or split
+    into physical axes."""
+
+
+class SubregionBufferError(BufferAttrError):
+    """set_axis_separator: the buffer is a match_buffer view of part of another buffer; set the
+    separators of the buffer it views instead."""
+
+
+class AxisSeparatorsError(BufferAttrError):
+    """set_axis_separator: the separators are not strictly increasing axes in 1 .. ndim - 1."""
+
+
+class AccessIndexOutOfRangeError(BufferIndexOutOfRangeError, AssertionError):
+    """A ("read", n) or ("write", n) buffer is out of range of the block's regions (an
+    AssertionError too, as the reference compiler's argument check is)."""
+
+
+class InvalidDTypeError(BufferAttrError):
+    """unsafe_set_dtype: the dtype is not a scalar dtype such as "float16"."""
+
+
+class OpaqueBufferUseError(BufferAttrError):
+    """unsafe_set_dtype: the buffer's storage is handed out whole (``B.data``,
+    ``B.access_ptr``), so its elements cannot be converted at each load and store."""
+
+
+class UnitLoopAboveRootError(ScheduleError):
+    """add_unit_loop: the root block has no parent to hold a loop above it."""
 
 
 __all__ = sorted(name for name, value in dict(globals()).items()

@@ -6,6 +6,7 @@ from ... import stmt as S
 from ..instruction import instruction
 from ...stmt_functor import uses_var
 from .injective import affine_problem
+from .loop_independence import local_problem
 from .scope import all_blocks_under, const_int, dataflow_violation
 
 
@@ -14,7 +15,9 @@ class ForKindPrimitives:
     def _set_kind(self, loop, primitive: str, kind: str, thread: str | None = None) -> None:
         func_name, node, index = self._resolve_loop(loop, primitive)
         func = self._func(func_name)
-        if node.kind == "thread_binding" and primitive != "unroll":
+        # bind may rebind a bound loop (the checks below are those of a serial loop); making a
+        # GPU-bound loop a CPU parallel or vector loop is refused as a likely mix-up of targets
+        if node.kind == "thread_binding" and kind in ("parallel", "vectorized"):
             raise errors.ThreadBoundLoopError(
                 primitive, f"loop {node.loop_var.name} is already bound to {node.thread_binding}",
                 func, [node])
@@ -31,16 +34,20 @@ class ForKindPrimitives:
 
     def _check_loop_is_spatial(self, node: S.For, index, primitive: str, func) -> None:
         """The rule the reference compiler applies to parallel/vectorize/bind: every block under the
-        loop is a complete or reduction block of its scope, and the loop only feeds spatial
-        iterators."""
+        loop is a complete or reduction block of its scope, or the dataflow is compact under the
+        loop itself (loop_independence.local_problem, which also proves the iterations touch
+        disjoint data); and the loop only feeds spatial iterators."""
+        local, local_checked = None, False
         for realize in all_blocks_under(node):
             scope = index.parent_block(realize)
             problem = dataflow_violation(realize, scope) if scope is not None else None
-            if problem:
+            if problem and not local_checked:
+                local, local_checked = local_problem(node, index), True
+            if problem and local is not None:
                 raise errors.NotCompactDataflowError(
-                    primitive, f"{problem[1]}; the dataflow under loop {node.loop_var.name} must be "
-                    "compact (apply this primitive before decompose_reduction or cache_write "
-                    "splits the writers)", func, [node, realize.block])
+                    primitive, f"{problem[1]}, and {local}; the iterations of loop "
+                    f"{node.loop_var.name} may not run side by side (apply this primitive before "
+                    "decompose_reduction or cache_write splits the writers)", func, [node, realize.block])
             # a reduction block must be affine in its loops (the reference compiler's
             # "reduction block" rule); a spatial one may bind anything
             reduces = any(iv.iter_type != "spatial" for iv in realize.block.iter_vars)
@@ -63,11 +70,17 @@ class ForKindPrimitives:
     def parallel(self, loop) -> None:
         """Run the iterations of ``loop`` in parallel on CPU threads.
 
-        Requires: the blocks under the loop are complete or reduction blocks (sole writers of
-        their outputs) and the loop only feeds their spatial iterators.
+        Requires: the loop only feeds spatial iterators of the blocks under it, and its
+        iterations are independent: each block under it is the sole writer of its outputs in its
+        scope (a complete or reduction block); or, as the reference compiler allows for such
+        "locally compact" loops, each block directly under the loop is a complete or reduction
+        block and the only one there writing its outputs, and no iteration can touch an element
+        another one writes (one half of a scatter, the init block left by decompose_reduction;
+        not the update block, which has reduce iterators and no init). The loop is not bound to
+        a GPU thread.
 
         Raises: ThreadBoundLoopError, WrongBlockIterTypeError, NotCompactDataflowError,
-        NotAffineBindingError.
+        NotAffineBindingError, NestedParallelError.
 
         Example:
 
@@ -144,10 +157,12 @@ class ForKindPrimitives:
     def bind(self, loop, thread_axis: str) -> None:
         """Bind ``loop`` to a GPU thread axis: blockIdx.x/y/z, threadIdx.x/y/z or vthread(.x/y/z).
 
-        Requires: as parallel; a known thread tag.
+        Requires: as parallel; a known thread tag. A loop already bound is rebound to the new
+        axis. Binding a loop that feeds a reduce iterator (a cross-thread reduction, which the
+        reference compiler lowers to a warp/shared-memory allreduce) is refused: the GPU lowering
+        here has no allreduce, so the threads would race on the accumulator.
 
-        Raises: ThreadBindingError, ThreadBoundLoopError, WrongBlockIterTypeError,
-        NotCompactDataflowError.
+        Raises: ThreadBindingError, WrongBlockIterTypeError, NotCompactDataflowError.
 
         Example:
 

@@ -78,18 +78,19 @@ def quasi_affine(value, loops) -> bool:
     return True
 
 
-def affine_problem(realize, loops) -> str | None:
+def affine_problem(realize, loops, overlap: bool = False) -> str | None:
     """Why the bindings of ``realize`` are not affine in ``loops`` as the reference compiler
     requires before reordering or parallelising them (None when they are): each binding must be
     quasi-affine and dense in those loops (its loop terms a mixed radix starting at 1, as split
     and fuse make them: ``i_0 * 4 + i_1``, not ``l * 16``), and each condition of its T.where
-    that uses them must bound one of the bindings or a part of one (``i_0 * 4 + i_1 < 10``)."""
+    that uses them must bound one of the bindings or a part of one (``i_0 * 4 + i_1 < 10``).
+    ``overlap=True`` lets the digits overlap (``v0 * 2 + v1``, v1 in 0..4) but not skip values."""
     bounds = [(linear_form(c.a), const_int(c.b)) for c in conjuncts(realize.predicate)
               if isinstance(c, E.LT) and const_int(c.b) is not None]
     for iv, value in zip(realize.block.iter_vars, realize.iter_values):
         if not quasi_affine(value, loops):
             return f"{iv.var.name} = {value} is not quasi-affine"
-        if not _dense(value, loops, bounds):
+        if not _dense(value, loops, bounds, overlap):
             return f"{iv.var.name} = {value} skips values (a multiple of a loop is not dense)"
     for cond in conjuncts(realize.predicate):
         if isinstance(cond, E.IntImm) or not any(uses_var(cond, lp.loop_var) for lp in loops):
@@ -101,7 +102,7 @@ def affine_problem(realize, loops) -> str | None:
     return None
 
 
-def _dense(value, loops, bounds=()) -> bool:
+def _dense(value, loops, bounds=(), overlap: bool = False) -> bool:
     """The loop terms of ``value`` form a mixed radix from 1 up. A T.where bound ``s < c`` on a
     part ``s`` of them (as a split that does not divide makes) counts as one digit of size c."""
     ours = {id(lp.loop_var): lp for lp in loops}
@@ -124,11 +125,11 @@ def _dense(value, loops, bounds=()) -> bool:
     for coef, size in sorted(terms.values(), key=lambda t: t[0]):
         if size == 1:
             continue
-        if coef != expected:
+        if coef > expected or (coef < expected and not overlap):
             return False
         if size is None:
             return True
-        expected = coef * size
+        expected = max(expected, coef * size)
     return True
 
 

@@ -8,9 +8,10 @@ from .. import errors
 from ... import expr as E
 from ... import stmt as S
 from ..instruction import instruction
-from ...stmt_functor import uses_var
+from ...stmt_functor import post_order_visit, uses_var
 from .injective import affine_problem
-from .scope import (add_predicate, all_blocks_under, const_int, mixed_loop_of_reduction,
+from ..func_index import StmtReplacer, child_blocks
+from .scope import (SimplifyingSubstitute, all_blocks_under, const_int, mixed_loop_of_reduction,
                      substitute_and_simplify)
 
 
@@ -97,10 +98,15 @@ class LoopPrimitives:
         if const_int(node.min) != 0:
             fused_index = fused_index + node.min
         ranges = {v: S.Range(E.const(0, dtype), f) for v, f in zip(new_vars, extents)}
-        body = substitute_and_simplify(node.body, {node.loop_var: fused_index}, ranges)
-        if not exact and not (None in factors and known == 1):
+        body = _BindingsSimplifyingSubstitute({node.loop_var: fused_index}, dict(ranges)).visit(node.body)
+        if not exact and not (any(f is None for f in factors) and known == 1):
+            # the guard keeps the split's Horner form, ((i_0 * f1 + i_1) * f2 + i_2) < extent,
+            # as the reference compiler prints it
+            horner = None
+            for var, factor in zip(new_vars, extents):
+                horner = var if horner is None else horner * factor + var
             bound = node.extent if extent is None else E.const(extent, dtype)
-            body = add_predicate(body, lambda _: simplify(fused_index - node.min, ranges) < bound)
+            body = _conjoin_predicate(body, horner < bound)
         if not preserve_unit_iters:
             unit = _unit_loop_values(index, node)
             unit.update({v: E.const(0, dtype) for v, f in zip(new_vars, values) if f == 1})
@@ -170,13 +176,16 @@ class LoopPrimitives:
         dtype = nodes[0].loop_var.dtype
         fused = E.Var("_".join(n.loop_var.name for n in nodes) + "_fused", dtype)
         extent = simplify(reduce(lambda a, b: a * b, [n.extent for n in nodes]))
+        # loop k gets (fused % (stride * extent)) // stride, the outermost fused // stride and the
+        # innermost fused % extent: the forms the reference compiler prints
         mapping, stride = {}, E.const(1, dtype)
         for n in reversed(nodes):
-            value = fused if const_int(stride) == 1 else E.FloorDiv(fused, stride)
-            if n is not nodes[0]:
-                value = E.FloorMod(value, n.extent)
+            span = simplify(stride * n.extent)
+            value = fused if n is nodes[0] else E.FloorMod(fused, span)
+            if const_int(stride) != 1:
+                value = E.FloorDiv(value, stride)
             mapping[n.loop_var] = value
-            stride = simplify(stride * n.extent)
+            stride = span
         ranges = {fused: S.Range(E.const(0, dtype), extent)}
         if not preserve_unit_iters:
             if const_int(extent) == 1:
@@ -256,7 +265,7 @@ class LoopPrimitives:
         for realize in all_blocks_under(deepest):
             below_top = [lp for lp in index.loops_above(realize)
                          if any(a is top for a in index.path(lp)) or lp is top]
-            problem = affine_problem(realize, below_top)
+            problem = affine_problem(realize, below_top, overlap=_order_free(realize.block))
             if problem is not None:
                 raise errors.NotAffineBindingError(
                     "reorder", f'block "{realize.block.name_hint}" has bindings that are not affine in '
@@ -281,6 +290,66 @@ class LoopPrimitives:
             body = loop.replace(body=body)
         self._replace(func_name, {id(top): body}, "reorder")
         return None
+
+
+class _BindingsSimplifyingSubstitute(SimplifyingSubstitute):
+    """As SimplifyingSubstitute, but a block's T.where only gets the substitution: split leaves
+    the guards of earlier splits in their Horner form, as the reference compiler does."""
+
+    def visit_BlockRealize(self, realize):
+        new = self.generic_visit(realize)
+        if new is realize:
+            return realize
+        return new.replace(iter_values=tuple(simplify(v, self.var_ranges) for v in new.iter_values))
+
+
+def _conjoin_predicate(stmt, condition):
+    """``condition`` and-ed, unsimplified, into the predicate of every block directly under
+    ``stmt``."""
+    replacements = {}
+    for realize in [stmt] if isinstance(stmt, S.BlockRealize) else child_blocks(stmt):
+        old = realize.predicate
+        new = condition if isinstance(old, E.IntImm) and old.value else E.And(old, condition)
+        replacements[id(realize)] = realize.replace(predicate=new)
+    return StmtReplacer(replacements).visit(stmt)
+
+
+def _order_free(block: S.Block) -> bool:
+    """The block's iterations may run in any order, however its bindings repeat or skip points:
+    it has spatial iterators only and no init, reads none of the buffers it writes, and each of
+    its stores writes at its iterators themselves (one element per iterator point), so an
+    iteration visited twice stores the same value twice. As the reference compiler, reorder
+    then accepts quasi-affine bindings that overlap (``v0 * 2 + v1`` with ``v1`` in 0..4)."""
+    if block.init is not None or any(iv.iter_type != "spatial" for iv in block.iter_vars):
+        return False
+    written = {id(w.buffer) for w in block.writes}
+    if any(id(r.buffer) in written for r in block.reads):
+        return False
+    own = [iv.var for iv in block.iter_vars]
+    stores, other = [], []
+
+    def visit(node):
+        if isinstance(node, S.BufferStore):
+            stores.append(node)
+        elif isinstance(node, (S.BlockRealize, S.For, S.LetStmt)):
+            other.append(node)
+    post_order_visit(block.body, visit)
+    if other or not stores:
+        return False
+    for store in stores:
+        if id(store.buffer) not in written or _reads(store.value, written):
+            return False
+        used = [i for i in store.indices if isinstance(i, E.Var) and any(i is v for v in own)]
+        if len(used) != len(store.indices) or len({id(v) for v in used}) != len(own) or len(used) != len(own):
+            return False
+    return True
+
+
+def _reads(value, buffer_ids) -> bool:
+    found = []
+    post_order_visit(value, lambda n: found.append(n) if isinstance(n, E.BufferLoad)
+                     and id(n.buffer) in buffer_ids else None)
+    return bool(found)
 
 
 def _position(loops, loop) -> int:

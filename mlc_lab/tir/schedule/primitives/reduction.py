@@ -11,7 +11,8 @@ from ..rv import BlockRV
 from .cache import replace_flat, taken_buffer_names, unique_block_name, unique_name
 from .scope import first_loop_feeding_reduction, is_reduction_block, substitute_and_simplify
 from .injective import repeated_points
-from .rfactor_blocks import RFactorSite, keep_conjuncts, rf_block, with_regions, write_back_block
+from .rfactor_blocks import (RFactorSite, hoisted_rf_nest, keep_conjuncts, rf_block, with_regions,
+                             write_back_block)
 
 
 class ReductionPrimitives:
@@ -111,8 +112,11 @@ class ReductionPrimitives:
         for lp in reversed(chosen):
             init_stmt = lp.replace(loop_var=loop_map[lp.loop_var], min=substitute(lp.min, loop_map),
                                    extent=substitute(lp.extent, loop_map), body=init_stmt)
-        update = with_regions(blk.replace(name_hint=unique_block_name(index, f"{blk.name_hint}_update"),
-                                           init=None))
+        # the update block reads what it writes (the init no longer provides it): the written
+        # regions it did not list as reads come first, as the reference compiler puts them
+        read_ids = {id(r.buffer) for r in blk.reads}
+        update = blk.replace(name_hint=unique_block_name(index, f"{blk.name_hint}_update"), init=None,
+                             reads=tuple(w for w in blk.writes if id(w.buffer) not in read_ids) + blk.reads)
         new_loop = StmtReplacer({id(realize): realize.replace(block=update)}).visit(loop_node)
         new_body = replace_flat(func.body, {id(loop_node): S.seq(init_stmt, new_loop)})
         self._update(func_name, func.replace(body=new_body), primitive)
@@ -127,10 +131,24 @@ class ReductionPrimitives:
         vectorized); the original block, in a new loop nest after it, reduces ``<buffer>_rf``
         over that dimension.
 
-        Requires: ``loop`` holds a single block, a reduction block whose body is ``x = x + e``
-        (or ``*``, ``T.max``, ``T.min``) with the operator's identity as init; ``loop`` feeds
-        exactly one iterator of it, a reduce iterator (directly, or as in ``k_0 * 4 + k_1``);
-        the loops feeding reduce iterators hold no other block.
+        Requires: ``loop`` holds a single block, a reduction block whose update is a reducer
+        (see reducers.py): ``x = x + e`` (or ``*``, ``T.max``, ``T.min``) with the operator's
+        identity as init, several such outputs, or an argmax/argmin pair (an index and a value,
+        new values computed in LetStmts, then stored); ``loop`` feeds only reduce iterators of
+        it (one, as in ``k_0 * 4 + k_1``, or several, as in ``r // 7`` and ``r % 7``), or none
+        when its extent is 1; the loops feeding reduce iterators hold no other block. When
+        ``loop`` feeds every reduce iterator, the rfactor block has none left: it just copies
+        each value into its rf slot (no init). Each output gets its own rf buffer.
+
+        rfactor changes the order in which values are combined: sums of floats round
+        differently, and an argmax whose combiner keeps the first of equal values (``>=``) may
+        return another index of the same maximum; the tie-breaking form (``>``, then the smaller
+        index) returns the same index.
+
+        When the reduction's outer loops hold other blocks too, the rf block runs in a copy of
+        all its loops placed before them (as the reference compiler does) and the write-back
+        stays in place; if a block in those loops writes what the reduction reads, or one of
+        them is not a plain serial loop, the rf nest stays in place instead.
 
         Parameters: loop (LoopRV), factor_axis (int, may be negative as in numpy).
         Returns: the rfactor block.
@@ -181,17 +199,28 @@ class ReductionPrimitives:
             raise TypeError(f"sch.rfactor: parameter 'factor_axis' expects an int, got "
                             f"{type(factor_axis).__name__}: {factor_axis!r}")
         site = RFactorSite.validate(loop_node, index, func, factor_axis)
-        buffer = site.store.buffer
-        rf_buffer = buffer.replace(name=unique_name(f"{buffer.name}_rf", taken_buffer_names(func)),
-                                   shape=buffer.shape[:site.axis] + (loop_node.extent,)
-                                   + buffer.shape[site.axis:], strides=())
-        rf_realize = rf_block(site, rf_buffer)
-        write_back = write_back_block(site, rf_buffer)
+        taken, rf_buffers = taken_buffer_names(func), []
+        for buffer in site.reducer.buffers:
+            rf_buffers.append(buffer.replace(
+                name=unique_name(f"{buffer.name}_rf", taken | {b.name for b in rf_buffers}),
+                shape=buffer.shape[:site.axis] + (loop_node.extent,) + buffer.shape[site.axis:],
+                strides=(),
+                # the same physical dimensions: the new axis joins the group that holds the
+                # axis it is placed before
+                axis_separators=tuple(s + (s > site.axis) for s in buffer.axis_separators)))
+        rf_realize = rf_block(site, rf_buffers)
+        write_back = write_back_block(site, rf_buffers)
 
         top, scope = site.loops[site.top_pos], index.parent_block(site.realize)
-        new_top = StmtReplacer({id(site.realize): rf_realize}).visit(top)
-        new_body = replace_flat(scope.block.body, {id(top): S.seq(new_top, write_back)})
+        hoisted = hoisted_rf_nest(site, rf_realize, scope)
+        if hoisted is not None:   # the rf nest before the loops shared with other blocks
+            outer = site.loops[0]
+            new_outer = StmtReplacer({id(top): write_back}).visit(outer)
+            new_body = replace_flat(scope.block.body, {id(outer): S.seq(hoisted, new_outer)})
+        else:
+            new_top = StmtReplacer({id(site.realize): rf_realize}).visit(top)
+            new_body = replace_flat(scope.block.body, {id(top): S.seq(new_top, write_back)})
         new_scope = scope.replace(block=scope.block.replace(
-            body=new_body, alloc_buffers=scope.block.alloc_buffers + (rf_buffer,)))
+            body=new_body, alloc_buffers=scope.block.alloc_buffers + tuple(rf_buffers)))
         self._replace(func_name, {id(scope): new_scope}, primitive)
         return self._block_rv(rf_realize, func_name)

@@ -1,42 +1,42 @@
 """rfactor's pieces: the legality checks of the loop being factored, the block that reduces into
-the rf buffer, the block that writes it back, and the reducer matched from a block's body."""
+the rf buffers and the block that writes them back (the reducer itself is matched in reducers.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from ....arith import can_prove
-from ....ir import structural_equal
 from ...analysis import block_access_regions
-from ... import dtype as dt
 from ... import expr as E
 from ... import stmt as S
-from ...functor import StmtExprMutator
 from ...stmt_functor import and_all, conjuncts, free_vars, substitute, uses_var
 from .. import errors
 from ..func_index import child_blocks
 from .cache import unique_block_name
 from .injective import affine_problem
-from .scope import (first_loop_feeding_reduction, is_reduction_block, loop_iter_type,
-                     mixed_loop_of_reduction, substitute_and_simplify)
+from .scope import (const_int, first_loop_feeding_reduction, is_reduction_block, loop_iter_type,
+                     mixed_loop_of_reduction)
+from .reducers import Reducer, match_reducer
 from .region import constant_on_right, relax_region, satisfiable_over
 
 
 @dataclass
 class RFactorSite:
-    """What rfactor works on, once checked: the reduction under ``loop``, the one reduce iterator
-    ``loop`` feeds, the update store and its combiner, the loops above the block (``top_pos``
-    indexes the outermost one holding only this block) and the rfactor buffer's new axis."""
+    """What rfactor works on, once checked: the reduction under ``loop``, the reduce iterators
+    ``loop`` feeds, the matched reducer, the loops above the block (``top_pos`` indexes the
+    outermost one holding only this block) and the rfactor buffers' new axis."""
     loop: S.For
     index: object
     realize: S.BlockRealize
-    touched: S.IterVar
-    store: S.BufferStore
-    combine: object
+    touched: list
+    reducer: Reducer
     loops: list
     top_pos: int
     axis: int
+
+    @property
+    def indices(self) -> tuple:
+        """Where the reduction stores its outputs (all at the same indices)."""
+        return tuple(self.reducer.stores[0].indices)
 
     @staticmethod
     def validate(loop_node: S.For, index, func, factor_axis: int) -> "RFactorSite":
@@ -57,13 +57,17 @@ class RFactorSite:
         touched = [(iv, v) for iv, v in zip(blk.iter_vars, realize.iter_values)
                    if uses_var(v, loop_node.loop_var)]
         spatial = [iv.var.name for iv, _ in touched if iv.iter_type == "spatial"]
-        if spatial or len(touched) != 1:
+        if spatial or (not touched and const_int(loop_node.extent) != 1):
             why = (f"feeds the spatial iterator(s) {', '.join(spatial)}" if spatial else
-                   f"feeds {len(touched)} iterators" if touched else "feeds no iterator")
+                   "feeds no iterator and has more than one iteration")
             raise errors.NotSingleReduceIterError(
                 primitive, f'loop {lname} {why} of block "{blk.name_hint}"; rfactor needs a loop '
-                "that feeds exactly one reduce iterator", func, [loop_node, blk])
-        store, combine = _match_reducer(blk, func, primitive)
+                "that feeds only reduce iterators (or a loop of extent 1)", func, [loop_node, blk])
+        reducer = match_reducer(blk)
+        if isinstance(reducer, str):
+            raise errors.ReducerNotRecognizedError(
+                primitive, f'block "{blk.name_hint}" is not a reduction rfactor understands: '
+                f"{reducer}", func, [blk])
         loops = index.loops_above(realize)
         problem = affine_problem(realize, loops)
         if problem is not None:
@@ -79,13 +83,14 @@ class RFactorSite:
                 primitive, f"loop {parallel.loop_var.name} feeds a reduce iterator of block "
                 f'"{blk.name_hint}" but is {parallel.kind}, not serial; rfactor needs the reduction '
                 "loops serial", func, [parallel])
-        uncovered = _uncovered_reader(index, realize, store.buffer)
-        if uncovered is not None:
-            raise errors.NotStagePipelineError(
-                primitive, f'block "{uncovered.block.name_hint}" reads more of buffer '
-                f'{store.buffer.name} than block "{blk.name_hint}" writes: the scope is not a stage '
-                "pipeline (each read covered by what the writers produce), which rfactor needs",
-                func, [blk, uncovered.block])
+        for buffer in reducer.buffers:
+            uncovered = _uncovered_reader(index, realize, buffer)
+            if uncovered is not None:
+                raise errors.NotStagePipelineError(
+                    primitive, f'block "{uncovered.block.name_hint}" reads more of buffer '
+                    f'{buffer.name} than block "{blk.name_hint}" writes: the scope is not a stage '
+                    "pipeline (each read covered by what the writers produce), which rfactor needs",
+                    func, [blk, uncovered.block])
         mixed = mixed_loop_of_reduction(loops, realize)
         if mixed is not None:
             raise errors.MixedIterTypeLoopError(
@@ -99,11 +104,11 @@ class RFactorSite:
                 primitive, f"loop {outer.loop_var.name} feeds a reduce iterator of block "
                 f'"{blk.name_hint}" but also holds other blocks; rfactor needs the reduction '
                 "loops to hold only this block", func, [outer])
-        ndim = store.buffer.ndim
+        ndim = reducer.buffers[0].ndim
         if not -ndim - 1 <= factor_axis <= ndim:
             raise errors.FactorAxisOutOfRangeError(
                 primitive, f"factor_axis {factor_axis} is out of range for the {ndim + 1}-d buffer "
-                f"{store.buffer.name}_rf (use {-ndim - 1} .. {ndim})", func, [loop_node])
+                f"{reducer.buffers[0].name}_rf (use {-ndim - 1} .. {ndim})", func, [loop_node])
         reduce_loops = {lp.loop_var: S.Range(lp.min, lp.extent) for lp in loops
                         if lp is not loop_node and loop_iter_type(lp.loop_var, realize) == "reduce"}
         if _slots_predicate(realize.predicate, reduce_loops) is None:
@@ -111,8 +116,8 @@ class RFactorSite:
                 primitive, f'the T.where of block "{blk.name_hint}" constrains its reduce loops in a '
                 f"way rfactor cannot carry over to the write-back block (it needs comparisons, at "
                 f"most one of them on the loops other than {lname})", func, [blk])
-        return RFactorSite(loop_node, index, realize, touched[0][0], store, combine, loops,
-                            top_pos, factor_axis % (ndim + 1))
+        return RFactorSite(loop_node, index, realize, [iv for iv, _ in touched], reducer, loops,
+                           top_pos, factor_axis % (ndim + 1))
 
 
 def _uncovered_reader(index, writer, buffer):
@@ -134,9 +139,10 @@ def _uncovered_reader(index, writer, buffer):
     return None
 
 
-def rf_block(site: RFactorSite, rf_buffer) -> S.BlockRealize:
-    """The rfactor block: ``loop`` becomes the spatial iterator v<loop>, the other loops feeding
-    the touched reduce iterator get reduce iterators of their own; it reduces into rf_buffer."""
+def rf_block(site: RFactorSite, rf_buffers) -> S.BlockRealize:
+    """The rfactor block: ``loop`` becomes the spatial iterator v<loop>; each reduce iterator it
+    fed is replaced by reduce iterators of the other loops in its binding; the reducer combines
+    into the rf buffers. Without reduce iterators left it just stores what it would combine."""
     loop_node, realize, blk = site.loop, site.realize, site.realize.block
     loop_vars = {id(lp.loop_var): lp for lp in site.loops}
     rf_var = E.Var(f"v{loop_node.loop_var.name}", loop_node.loop_var.dtype)
@@ -145,7 +151,7 @@ def rf_block(site: RFactorSite, rf_buffer) -> S.BlockRealize:
     values = [loop_node.loop_var]
     var_map = {}
     for iv, value in zip(blk.iter_vars, realize.iter_values):
-        if iv is not site.touched:
+        if not any(iv is t for t in site.touched):
             iter_vars.append(iv)
             values.append(value)
             continue
@@ -158,22 +164,49 @@ def rf_block(site: RFactorSite, rf_buffer) -> S.BlockRealize:
             iter_vars.append(S.IterVar(new, S.Range(lp.min, lp.extent), "reduce"))
             values.append(var)
         var_map[iv.var] = substitute(value, block_of_loop)
-    to_rf = _AddAxis(site.store.buffer, rf_buffer, site.axis, rf_var)
+    reducer = site.reducer
+    indices = site.indices[:site.axis] + (rf_var,) + site.indices[site.axis:]
+    indices = tuple(substitute(i, var_map) for i in indices)
+    rhs = [substitute(r, var_map) for r in reducer.rhs]
+    if any(iv.iter_type == "reduce" for iv in iter_vars):
+        body = reducer.body(rf_buffers, indices, [E.BufferLoad(b, indices) for b in rf_buffers], rhs)
+        init = reducer.init(rf_buffers, indices)
+    else:   # every reduce iterator came from ``loop``: each rf slot holds one value
+        body, init = S.seq(*[S.BufferStore(b, r, indices) for b, r in zip(rf_buffers, rhs)]), None
+    # the regions of the reduction, as the reference compiler derives them: its reads (the
+    # outputs, if listed, become the rf buffers) and its writes, moved to the rf buffers
+    rf_of = {id(b): rf for b, rf in zip(reducer.buffers, rf_buffers)}
+
+    def moved(region):
+        if id(region.buffer) not in rf_of:
+            return S.BufferRegion(region.buffer, tuple(_substituted(r, var_map) for r in region.region))
+        ranges = tuple(region.region)
+        ranges = ranges[:site.axis] + (S.Range(rf_var, E.const(1, rf_var.dtype)),) + ranges[site.axis:]
+        return S.BufferRegion(rf_of[id(region.buffer)], tuple(_substituted(r, var_map) for r in ranges))
     rf_block = blk.replace(name_hint=unique_block_name(site.index, f"{blk.name_hint}_rf"),
-                           iter_vars=tuple(iter_vars),
-                           body=to_rf.visit(substitute_and_simplify(blk.body, var_map)),
-                           init=to_rf.visit(substitute_and_simplify(blk.init, var_map)))
-    return S.BlockRealize(tuple(values), realize.predicate, with_regions(rf_block))
+                           iter_vars=tuple(iter_vars), body=body, init=init,
+                           reads=tuple(moved(r) for r in blk.reads),
+                           writes=tuple(moved(w) for w in blk.writes))
+    return S.BlockRealize(tuple(values), realize.predicate, rf_block)
 
 
-def write_back_block(site: RFactorSite, rf_buffer) -> S.Stmt:
+def _substituted(rng: S.Range, var_map) -> S.Range:
+    return S.Range(substitute(rng.min, var_map), substitute(rng.extent, var_map))
+
+
+def _points(buffers, indices) -> tuple:
+    one = [E.const(1, i.dtype) for i in indices]
+    return tuple(S.BufferRegion(b, tuple(S.Range(i, n) for i, n in zip(indices, one))) for b in buffers)
+
+
+def write_back_block(site: RFactorSite, rf_buffers) -> S.Stmt:
     """The write-back block keeps the reduction's name: in new copies of ``loop`` and of the loops
-    feeding its spatial iterators, it reduces rf_buffer over v<loop> into the original buffer."""
+    that feed no reduce iterator, it reduces the rf buffers over v<loop> into the outputs."""
     loop_node, realize, blk = site.loop, site.realize, site.realize.block
-    buffer, axis = site.store.buffer, site.axis
-    spatial_values = [v for iv, v in zip(blk.iter_vars, realize.iter_values) if iv.iter_type == "spatial"]
+    axis, reducer = site.axis, site.reducer
+    reduce_values = [v for iv, v in zip(blk.iter_vars, realize.iter_values) if iv.iter_type != "spatial"]
     wb_loops = [lp for lp in site.loops[site.top_pos:] if lp is loop_node
-                or any(uses_var(v, lp.loop_var) for v in spatial_values)]
+                or not any(uses_var(v, lp.loop_var) for v in reduce_values)]
     loop_map = {lp.loop_var: E.Var(lp.loop_var.name, lp.loop_var.dtype) for lp in wb_loops}
     wb_rf_var = E.Var(f"v{loop_node.loop_var.name}", loop_node.loop_var.dtype)
     wb_iters = [S.IterVar(wb_rf_var, S.Range(loop_node.min, loop_node.extent), "reduce")]
@@ -184,12 +217,14 @@ def write_back_block(site: RFactorSite, rf_buffer) -> S.Stmt:
             wb_map[iv.var] = E.Var(iv.var.name, iv.var.dtype)
             wb_iters.append(iv.replace(var=wb_map[iv.var]))
             wb_values.append(substitute(value, loop_map))
-    indices = tuple(substitute(i, wb_map) for i in site.store.indices)
+    indices = tuple(substitute(i, wb_map) for i in site.indices)
     rf_indices = indices[:axis] + (wb_rf_var,) + indices[axis:]
-    wb_body = S.BufferStore(buffer, site.combine(E.BufferLoad(buffer, indices),
-                                                 E.BufferLoad(rf_buffer, rf_indices)), indices)
-    wb_block = with_regions(S.Block(blk.name_hint, tuple(wb_iters), (), (), wb_body,
-                                     substitute_and_simplify(blk.init, wb_map), annotations=blk.annotations))
+    outputs = reducer.buffers
+    wb_body = reducer.body(outputs, indices, [E.BufferLoad(b, indices) for b in outputs],
+                           [E.BufferLoad(b, rf_indices) for b in rf_buffers])
+    wb_block = S.Block(blk.name_hint, tuple(wb_iters), _points(rf_buffers, rf_indices),
+                       _points(outputs, indices), wb_body, reducer.init(outputs, indices),
+                       annotations=blk.annotations)
     dropped = {lp.loop_var: S.Range(lp.min, lp.extent) for lp in site.loops[site.top_pos:]
                if not any(lp is w for w in wb_loops)}
     predicate = _slots_predicate(realize.predicate, dropped)
@@ -225,80 +260,36 @@ def keep_conjuncts(predicate, keep):
     return and_all([c for c in conjuncts(predicate) if keep(c)])
 
 
-_REDUCERS = {E.Add: 0, E.Mul: 1, E.Max: "min", E.Min: "max"}
+def hoisted_rf_nest(site: RFactorSite, rf_realize: S.BlockRealize, scope) -> S.Stmt | None:
+    """The rf block in a copy of all its loops, to run before the outermost one, as the reference
+    compiler places it when the reduction shares its outer loops with other blocks; None when
+    there are no such loops, one of them is not a plain serial loop, or another block under them
+    writes a buffer the reduction reads (the hoisted reduction would read it too early)."""
+    outer = site.loops[:site.top_pos]
+    if not outer or any(lp.kind != "serial" or lp.annotations for lp in outer):
+        return None
+    read = {id(r.buffer) for r in site.realize.block.reads}
+    for other in child_blocks(scope):
+        for realize in [other] + _nested(other):
+            if realize is site.realize or not _under(site.index, realize, site.loops[0]):
+                continue
+            if any(id(w.buffer) in read for w in realize.block.writes):
+                return None
+    fresh = {lp.loop_var: E.Var(lp.loop_var.name, lp.loop_var.dtype) for lp in site.loops}
+    stmt = rf_realize.replace(iter_values=tuple(substitute(v, fresh) for v in rf_realize.iter_values),
+                              predicate=substitute(rf_realize.predicate, fresh))
+    for lp in reversed(site.loops):
+        stmt = lp.replace(loop_var=fresh[lp.loop_var], min=substitute(lp.min, fresh),
+                          extent=substitute(lp.extent, fresh), body=stmt)
+    return stmt
 
 
-def _match_reducer(blk, func, primitive):
-    """(the update store, the combiner) when ``blk`` is ``x = x op e`` with op's identity as init."""
-    store = blk.body
-    problem = None
-    if not isinstance(store, S.BufferStore) or len(blk.writes) != 1:
-        problem = "its body is not a single store to its one output buffer"
-    else:
-        value = store.value
-        op = type(value)
-        own = [side for side in ("a", "b") if op in _REDUCERS and _is_self_load(getattr(value, side), store)]
-        if not own:
-            problem = (f"its update is not {store.buffer.name}[...] = {store.buffer.name}[...] op e "
-                       "with op one of +, *, T.max, T.min")
-        else:
-            other = getattr(value, "b" if own[0] == "a" else "a")
-            if _reads_buffer(other, store.buffer):
-                problem = f"the reduced value reads {store.buffer.name} again"
-            elif not _is_identity(blk.init, store, _REDUCERS[op]):
-                problem = (f"its T.init does not store the identity of {op.__name__} "
-                           f"to {store.buffer.name}[...]")
-    if problem:
-        raise errors.ReducerNotRecognizedError(
-            primitive, f'block "{blk.name_hint}" is not a reduction rfactor understands: {problem}',
-            func, [blk])
-    return store, lambda acc, part: op(acc, part)
+def _nested(realize) -> list:
+    out = []
+    for child in child_blocks(realize):
+        out += [child] + _nested(child)
+    return out
 
 
-def _is_self_load(e, store) -> bool:
-    return (isinstance(e, E.BufferLoad) and e.buffer is store.buffer
-            and structural_equal(e.indices, store.indices))
-
-
-def _reads_buffer(e, buffer) -> bool:
-    if isinstance(e, E.BufferLoad) and e.buffer is buffer:
-        return True
-    if isinstance(e, E.PrimExpr):
-        return any(_reads_buffer(v, buffer) for _, v in e.fields() if isinstance(v, (E.PrimExpr, tuple)))
-    if isinstance(e, tuple):
-        return any(_reads_buffer(x, buffer) for x in e)
-    return False
-
-
-def _is_identity(init, store, identity) -> bool:
-    if not (isinstance(init, S.BufferStore) and init.buffer is store.buffer
-            and structural_equal(init.indices, store.indices)
-            and isinstance(init.value, (E.IntImm, E.FloatImm))):
-        return False
-    value, dtype = init.value.value, dt.element_of(init.value.dtype)
-    if not isinstance(identity, str):
-        return value == identity
-    info = np.finfo(dtype) if dt.is_float(dtype) else np.iinfo(dtype)
-    return value <= info.min if identity == "min" else value >= info.max
-
-
-class _AddAxis(StmtExprMutator):
-    """Accesses to ``old`` become accesses to ``new`` with ``var`` inserted at index ``axis``."""
-
-    def __init__(self, old, new, axis, var):
-        super().__init__()
-        self.old, self.new, self.axis, self.var = old, new, axis, var
-
-    def _indices(self, indices):
-        indices = tuple(self.visit(i) for i in indices)
-        return indices[:self.axis] + (self.var,) + indices[self.axis:]
-
-    def visit_BufferLoad(self, load):
-        if load.buffer is not self.old:
-            return self.generic_visit(load)
-        return E.BufferLoad(self.new, self._indices(load.indices))
-
-    def visit_BufferStore(self, store):
-        if store.buffer is not self.old:
-            return self.generic_visit(store)
-        return S.BufferStore(self.new, self.visit(store.value), self._indices(store.indices))
+def _under(index, realize, loop) -> bool:
+    return any(anc is loop for anc in index.path(realize))
