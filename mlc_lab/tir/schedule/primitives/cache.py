@@ -119,7 +119,10 @@ class CachePrimitives:
         writes, or that Buffer; the trace records the index); a known storage scope; ``block`` is
         the only writer of the buffer in its scope and does not read it (other than as the
         accumulator of a reduction with ``T.init``); consumer blocks are in its scope and read
-        the buffer.
+        the buffer. The reference compiler also caches a block that reads what it writes (a tile
+        block whose inner blocks write A and then read it), redirecting the reads too; an element
+        such a block reads before writing would then come from the uninitialised cache, so this
+        one refuses rather than compute garbage.
 
         Parameters: block (BlockRV), write_buffer_index (int, str or Buffer), storage_scope (str),
         consumer_blocks (list of BlockRV or block names, optional).
