@@ -95,8 +95,7 @@ def runner():
 
 
 def _decisions(database) -> list:
-    return [[inst["decision"] for inst in r.trace if inst["decision"] is not None]
-            for r in database.records()]
+    return [[decision for _, decision in r.trace[1]] for r in database.records()]
 
 
 def _run(mod, func_name="main"):

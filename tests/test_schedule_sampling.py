@@ -160,7 +160,7 @@ def _loop_extent(sch, loop_rv):
 
 @pytest.mark.parametrize("bad, message", [
     ("not json", "the text is not JSON"),
-    ({"kind": "split"}, "expects a list of instructions"),
+    ({"kind": "split"}, "expects \\[instructions, decisions\\]"),
     ([["split"]], "instruction 0 should be a dict"),
     ([{"kind": "get_block", "args": ["Y"], "kwargs": {}}], "instruction 0 \\(get_block\\) lacks 'outputs'"),
     ([{"kind": "get_block", "args": "Y", "kwargs": {}, "outputs": None}], "'args' should be a list"),

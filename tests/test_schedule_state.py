@@ -321,3 +321,65 @@ def test_get_sref_and_get_of_an_sref():
     assert not structural_equal(sch.get_sref("C").stmt, block)
     with pytest.raises(errors.BlockNotFoundError):
         sch.get_sref("D")
+
+
+# -- copy-on-write ---------------------------------------------------------------------------------------
+def fresh_state():
+    """A state whose module nothing else holds (parsed anew, no variable keeps any part)."""
+    return tir.ScheduleState(from_source(mm_relu.script()))
+
+
+def unit_wrapper(stmt):
+    return tir.BlockRealize(iter_values=[], predicate=True, block=tir.Block(
+        iter_vars=[], reads=[], writes=[], name_hint="wrapper", body=stmt, init=None,
+        alloc_buffers=None, match_buffers=None, annotations=None))
+
+
+def test_replace_writes_in_place_what_only_the_tree_holds():
+    state = fresh_state()
+    func_id, seq_id = id(state.mod["main"]), id(state.mod["main"].body.block.body)
+    module_id = id(state.mod)
+    c_loop = state.get_sref(state.mod["main"].body.block.body[1])
+    state.replace(c_loop, unit_wrapper(c_loop.stmt))
+    # the function, the root and the sequence are the same objects, now holding the wrapper
+    assert id(state.mod) == module_id and id(state.mod["main"]) == func_id
+    assert id(state.mod["main"].body.block.body) == seq_id
+    assert state.mod["main"].body.block.body[1].block.name_hint == "wrapper"
+    # the loop lives on inside the wrapper, with its sref
+    assert c_loop.stmt is state.mod["main"].body.block.body[1].block.body
+    assert c_loop.parent is state.get_sref(state.mod["main"].body.block.body[1].block)
+
+
+def test_replace_copies_a_function_the_caller_holds():
+    state = fresh_state()
+    held = state.mod["main"]
+    before = held.script()
+    c_loop = state.get_sref(held.body.block.body[1])
+    state.replace(c_loop, unit_wrapper(c_loop.stmt))
+    assert state.mod["main"] is not held and held.script() == before
+    assert state.mod["main"].body.block.body[1].block.name_hint == "wrapper"
+
+
+def test_replace_copies_from_the_highest_statement_held_downwards():
+    state = fresh_state()
+    func_id, seq_id = id(state.mod["main"]), id(state.mod["main"].body.block.body)
+    held, other = state.mod["main"].body.block.body.seq   # the two loop nests: held here
+    y_loop_j = held.body
+    before = held.script()
+    state.replace(state.get_sref(y_loop_j), y_loop_j.replace(kind="unrolled"))
+    new_root = state.mod["main"].body.block
+    # above the held loop everything is written in place; the held loop is copied
+    assert id(state.mod["main"]) == func_id and id(new_root.body) == seq_id
+    assert new_root.body[0] is not held and held.script() == before
+    assert new_root.body[0].body.kind == "unrolled"
+    assert new_root.body[1] is other             # the other loop nest: untouched
+
+
+def test_replace_through_a_schedule_leaves_its_history_alone():
+    sch = tir.Schedule(from_source(mm_relu.script()))
+    first = sch.mod
+    before = first.script()
+    c_sref = sch.get_sref(sch.get_block("C"))
+    sch.state.replace(c_sref.parent, c_sref.parent.stmt.replace(kind="unrolled"))
+    assert sch.mod is not first and first.script() == before
+    assert sch.history[0].mod is first

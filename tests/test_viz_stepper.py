@@ -31,7 +31,7 @@ def chapter_schedule() -> tir.Schedule:
 
 def replayed(k: int):
     """The module after the first k instructions, replayed from the trace's JSON."""
-    insts = chapter_schedule().trace.as_json()[:k]
+    insts = Trace.json_prefix(chapter_schedule().trace.as_json(), k)
     return Trace.from_json(insts).apply_to_schedule(tir.Schedule(MyModule)).mod
 
 

@@ -51,7 +51,8 @@ class TuningRecord:
 
     @property
     def design(self) -> list:
-        return self.trace[:self.design_len] if self.design_len is not None else self.trace
+        return Trace.json_prefix(self.trace, self.design_len) if self.design_len is not None \
+            else self.trace
 
     def as_schedule(self, mod) -> Schedule:
         """A schedule of ``mod`` with this record's trace replayed."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir import structural_hash
+from ..tir.schedule.trace import Trace
 from .space_generator import Candidate, SpaceRejectedError
 
 SAMPLING_KINDS = ("sample_perfect_tile", "sample_categorical", "sample_compute_location")
@@ -129,7 +130,7 @@ class EvolutionarySearch(SearchStrategy):
 
     def _mutate(self, ctx: TuneContext, parent: Candidate) -> Candidate | None:
         """The parent's design with one sampling decision drawn afresh (None if none can be)."""
-        sites = [k for k, inst in enumerate(parent.design) if inst["kind"] in SAMPLING_KINDS]
+        sites = [k for k, kind in enumerate(Trace.json_kinds(parent.design)) if kind in SAMPLING_KINDS]
         if not sites:
             return None
         site = sites[int(ctx.rng.integers(len(sites)))]

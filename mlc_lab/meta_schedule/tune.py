@@ -15,7 +15,7 @@ from ..ir.module import IRModule
 from ..target import Target
 from ..tir.function import PrimFunc
 from ..tir.schedule import ScheduleError
-from ..tir.schedule.trace import TraceError
+from ..tir.schedule.trace import Trace, TraceError
 from ..tir.verify import VerifyError
 from .config import TuneConfig
 from .cost_model import LearnedModel, create_cost_model
@@ -122,7 +122,7 @@ def tune_tir(mod, target, max_trials_global: int | None = None, num_trials_per_i
             results = runner.run(target, [c.sch.mod for c in batch], workload)
             for candidate, result in zip(batch, results):
                 record = TuningRecord(candidate.sch.trace.as_json(), str(target), result.run_secs,
-                                      result.error, len(candidate.design), task_name, flops,
+                                      result.error, len(Trace.json_kinds(candidate.design)), task_name, flops,
                                       label)
                 database.commit_record(mod, record)
                 ctx.measured.add(structural_hash(candidate.sch.mod))

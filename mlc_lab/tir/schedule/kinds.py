@@ -9,7 +9,7 @@ import re
 # Instructions of the reference compiler's traces that are no Schedule method here: name -> pure.
 _MARKERS = {"EnterPostproc": False}   # where the tuner's postprocessors begin in a trace
 # Names not spelled as the CamelCase of the method's name.
-_SPELLING = {"rfactor": "RFactor"}
+_SPELLING = {"rfactor": "RFactor", "reindex": "ReIndex", "unsafe_set_dtype": "UnsafeSetDType"}
 
 
 class InstructionKind(str):
@@ -51,7 +51,7 @@ class InstructionKind(str):
     def _register_all(cls) -> None:
         from . import Schedule   # the package: every primitive mixin is part of Schedule by then
         for method in dir(Schedule):
-            if getattr(getattr(Schedule, method), "is_instruction", False):
+            if not method.startswith("_") and getattr(getattr(Schedule, method), "is_instruction", False):
                 name = _SPELLING.get(method) or "".join(p.capitalize() for p in method.split("_"))
                 cls._add(name, method, re.match(r"(get|sample)_", method) is not None)
         for name, pure in _MARKERS.items():

@@ -330,7 +330,7 @@ class ScheduleBase:
         ...     sch.get_block("BB")
         ... except tir.ScheduleError as err:
         ...     print(str(err).splitlines()[0])
-        BlockNotFoundError in sch.get_block: no block named 'BB' in function main (blocks: B, C); did you mean 'B'?
+        BlockNotFoundError in sch.get_block: Cannot find a block with the name: BB. There is no block named 'BB' in function main (blocks: B, C); did you mean 'B'?
         """
         if not isinstance(name, str):
             raise TypeError(f"sch.get_block: parameter 'name' expects a str, got {type(name).__name__}")
@@ -345,7 +345,8 @@ class ScheduleBase:
             close = difflib.get_close_matches(name, names, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise errors.BlockNotFoundError(
-                "get_block", f"no block named {name!r} in function {func_name} (blocks: "
+                "get_block", f"Cannot find a block with the name: {name}. There is no block "
+                f"named {name!r} in function {func_name} (blocks: "
                 f"{', '.join(names) or 'none'}){hint}", self._func(func_name), func_name=func_name)
         return BlockRV(name, func_name)
 

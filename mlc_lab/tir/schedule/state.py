@@ -11,10 +11,10 @@ the same name; in ``replace``, the blocks of ``block_sref_reuse`` and the blocks
 replaced statement). An sref whose statement is gone points to nothing: ``stmt`` is None. The
 flags and scopes are computed from the current module when asked for.
 
-What the reference compiler also does and mlc_lab cannot: ``replace`` writes a node in place
-when the state holds the only reference to it (copy-on-write). mlc_lab never mutates IR, so
-``replace`` always builds new nodes along the path to the replaced statement, and the module,
-function and statements a caller held before keep their old content.
+``replace`` is copy-on-write, as in the reference compiler: a node on the path to the replaced
+statement is written in place only when the tree alone holds it (``copy_on_write.py``), so the
+module, function and statements a caller holds keep their old content; everywhere else mlc_lab's
+IR is immutable.
 """
 from __future__ import annotations
 
@@ -22,19 +22,15 @@ import enum
 import weakref
 from collections import namedtuple
 
-from ...arith import can_prove, simplify
-from ...arith.simplify import linear_form
 from ...ir.module import IRModule
-from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..stmt_functor import conjuncts, substitute, uses_var
 from ..verify import verify
-from .func_index import child_blocks, replace_stmts
+from . import copy_on_write
+from .func_index import child_blocks
 from .kinds import DepKind
 from .primitives.injective import affine_problem
-from ..intervals import Interval, comparisons, relax, relax_region
-from .primitives.scope import const_int
+from .region_cover import covers, loops_up_to_block, read_upper_bound, written_lower_bound
 
 CachedFlags = namedtuple("CachedFlags", ["affine_binding", "region_cover", "stage_pipeline"])
 
@@ -261,7 +257,7 @@ class ScheduleState:
             affine = not block.iter_vars
             covered = True
         else:
-            affine = affine_problem(self._realize_of[id(block)], _loops_up_to_block(block_sref)) is None
+            affine = affine_problem(self._realize_of[id(block)], loops_up_to_block(block_sref)) is None
             covered = self._scope(parent)[1].get(id(block_sref), True)
         return CachedFlags(affine_binding=affine, region_cover=covered,
                            stage_pipeline=self._scope(block_sref)[2])
@@ -273,9 +269,11 @@ class ScheduleState:
         ``block_sref_reuse`` maps (old block -> new block), and the loops and blocks above.
         The srefs of the statements that are gone point to nothing afterwards.
 
-        The reference compiler writes nodes in place where nothing else holds them; mlc_lab's
-        nodes are immutable, so the path down to the replaced statement is always rebuilt and
-        whatever a caller held (the module, the function, a statement) keeps its content."""
+        Copy-on-write, as in the reference compiler: the statements on the path down to the
+        replaced one (and the function) are written in place where nothing but the tree holds
+        them, so they stay the same objects; from the highest one something else holds (a
+        variable of the caller, another module) downwards they are copied, and whoever held
+        them keeps the old program."""
         self._refresh()
         src = src_sref._stmt if isinstance(src_sref, StmtSRef) else None
         if src is None or self._srefs.get(id(src)) is not src_sref:
@@ -287,12 +285,8 @@ class ScheduleState:
                             f"{' or '.join(t.__name__ for t in allowed)}, not a "
                             f"{type(tgt_stmt).__name__}")
         func_name = src_sref._func
-        if isinstance(src, S.Block):
-            realize = self._realize_of[id(src)]
-            replacements = {id(realize): realize.replace(block=tgt_stmt)}
-        else:
-            replacements = {id(src): tgt_stmt}
-        new_mod = self._mod.with_function(func_name, replace_stmts(self._mod[func_name], replacements))
+        new_mod = copy_on_write.replace(self, func_name, src, tgt_stmt, self._internal_refs)
+        del src
         reuse = {}
         for old, new in (block_sref_reuse or {}).items():
             sref = self._srefs.get(id(old))
@@ -308,6 +302,15 @@ class ScheduleState:
         owner = self._owner() if self._owner is not None else None
         if owner is not None:
             owner._adopt(new_mod, "# sch.state.replace(...)")
+
+    def _internal_refs(self, stmt) -> int:
+        """How many references the state holds to ``stmt`` (its sref, its BlockRealize table)."""
+        sref = self._srefs.get(id(stmt))
+        if sref is not None and sref._stmt is stmt:
+            return 1
+        if isinstance(stmt, S.BlockRealize) and self._realize_of.get(id(stmt.block)) is stmt:
+            return 1
+        return 0
 
     # -- building the sref tree ---------------------------------------------------------------
     def _rebuild(self, mod: IRModule, matcher: "_Matcher") -> None:
@@ -402,11 +405,11 @@ class ScheduleState:
                     realize = self._realize_of[id(producer._stmt)]
                     for region in producer._stmt.writes:
                         if region.buffer is read.buffer:
-                            written.append(_written_lower_bound(region, realize, producer, lca))
+                            written.append(written_lower_bound(region, realize, producer, lca))
                 if not written:
                     continue
-                consumed = _read_upper_bound(read, consumer_realize, consumer, lca)
-                if not _covers(read.buffer, written, consumed):
+                consumed = read_upper_bound(read, consumer_realize, consumer, lca)
+                if not covers(read.buffer, written, consumed):
                     return False
         return True
 
@@ -471,164 +474,6 @@ def _parent_block(sref: StmtSRef) -> StmtSRef | None:
     while node is not None and not isinstance(node._stmt, S.Block):
         node = node._parent
     return node
-
-
-def _loops_up_to_block(sref: StmtSRef) -> list:
-    """The loops between ``sref`` and its parent block, outermost first."""
-    loops, node = [], sref._parent
-    while node is not None and isinstance(node._stmt, S.For):
-        loops.append(node._stmt)
-        node = node._parent
-    return loops[::-1]
-
-
-_STORAGE_RANK = {"global": 0, "shared": 1, "shared.dyn": 1, "warp": 2, "local": 3}
-
-
-def _relaxed_loops(block_sref: StmtSRef, lca: StmtSRef, scope: str):
-    """(relaxed, known): Var -> Range of the loops from the block up to ``lca`` (not included),
-    and of the thread loops anywhere above whose threads share a buffer of storage ``scope``
-    (threadIdx for shared memory, threadIdx.x for warp memory); and of every other loop and
-    block iterator above, which stay symbolic."""
-    relaxed, known = {}, {}
-    node = block_sref._parent
-    while node is not None and node is not lca and isinstance(node._stmt, S.For):
-        relaxed[node._stmt.loop_var] = S.Range(node._stmt.min, node._stmt.extent)
-        node = node._parent
-    rank = _STORAGE_RANK.get(scope, 9)
-    while node is not None:
-        stmt = node._stmt
-        if isinstance(stmt, S.For):
-            rng = S.Range(stmt.min, stmt.extent)
-            tag = stmt.thread_binding or ""
-            thread_rank = 0 if tag.startswith("blockIdx") else 1 if tag.startswith(("threadIdx", "vthread")) else None
-            shares = stmt.kind == "thread_binding" and rank != 0 and thread_rank is not None and (
-                (tag == "threadIdx.x") if rank == 2 else rank <= thread_rank)
-            (relaxed if shares else known)[stmt.loop_var] = rng
-        elif isinstance(stmt, S.Block):
-            known.update({iv.var: iv.dom for iv in stmt.iter_vars})
-        node = node._parent
-    return relaxed, known
-
-
-def _read_upper_bound(region, realize, block_sref, lca) -> list:
-    """What ``region`` of the block may touch over the loops below ``lca``: an Interval (or None,
-    anything) per dimension."""
-    relaxed, known = _relaxed_loops(block_sref, lca, region.buffer.scope)
-    binding = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
-    return relax_region(region, relaxed, known, binding, guards=(realize.predicate,))
-
-
-def _written_lower_bound(region, realize, block_sref, lca) -> list | None:
-    """What ``region`` of the block surely touches over the loops below ``lca``: an Interval per
-    dimension, or None when that cannot be shown (then nothing counts as written).
-
-    The hull of the relaxed region is all written when the bindings are affine (each iterator
-    takes every value of its relaxed range), each dimension's start is a sum of multiples of
-    iterators no other dimension uses, and each multiple steps by at most what the terms below
-    it span (a mixed radix, possibly overlapping); a T.where may only bound a whole index."""
-    block = realize.block
-    relaxed, known = _relaxed_loops(block_sref, lca, region.buffer.scope)
-    loops = [lp for lp in _loops_up_to_block(block_sref) if lp.loop_var in relaxed]
-    if affine_problem(realize, loops) is not None:
-        return None
-    binding = {iv.var: v for iv, v in zip(block.iter_vars, realize.iter_values)}
-    spans = {}
-    for iv, value in binding.items():
-        interval = relax(value, relaxed, known)
-        size = None if interval is None else const_int(simplify(interval.hi - interval.lo + 1, known))
-        if size is None:
-            return None
-        spans[id(iv)] = size
-    users: dict = {}
-    for dim, rng in enumerate(region.region):
-        extent = const_int(simplify(rng.extent, known))
-        if extent is None or extent < 1:
-            return None
-        terms = []
-        for atom, coef in linear_form(rng.min).terms.values():
-            if isinstance(atom, E.Var) and id(atom) in spans:
-                if spans[id(atom)] > 1:
-                    if users.setdefault(id(atom), dim) != dim:
-                        return None
-                    terms.append((abs(coef), spans[id(atom)]))
-            elif any(uses_var(atom, iv) for iv in binding):
-                return None
-        covered = extent
-        for coef, size in sorted(terms):
-            if coef > covered:
-                return None
-            covered += coef * (size - 1)
-    hull = relax_region(region, relaxed, known, binding)
-    if any(h is None for h in hull):
-        return None
-    for cond in conjuncts(realize.predicate):
-        if isinstance(cond, E.IntImm) or not uses_var(cond, list(relaxed)):
-            continue
-        hull = _narrowed_by(cond, hull, region, binding, relaxed, known)
-        if hull is None:
-            return None
-    return hull
-
-
-def _narrowed_by(cond, hull: list, region, binding: dict, relaxed: dict, known: dict) -> list | None:
-    """``hull`` cut by the T.where conjunct ``cond``, which must bound one dimension's whole
-    index (up to terms of loops not relaxed): a single-element dimension whose index, over the
-    relaxed loops, is the compared expression. None otherwise."""
-    def relaxed_part(e):
-        return {key: coef for key, (atom, coef) in linear_form(e).terms.items()
-                if uses_var(atom, list(relaxed))}
-    found = False
-    for g, bound, upper in comparisons(cond):
-        if not uses_var(g, list(relaxed)):
-            continue
-        for dim, rng in enumerate(region.region):
-            if const_int(rng.extent) != 1:
-                continue
-            index = simplify(substitute(rng.min, binding))
-            if relaxed_part(index) != relaxed_part(g) or not relaxed_part(g):
-                continue
-            limit = simplify(bound + (index - g), known)   # index - g uses no relaxed loop
-            old = hull[dim]
-            hull = list(hull)
-            hull[dim] = Interval(old.lo, simplify(E.Min(old.hi, limit), known)) if upper else \
-                Interval(simplify(E.Max(old.lo, limit), known), old.hi)
-            found = True
-    return hull if found else None
-
-
-def _covers(buffer, written: list, consumed: list) -> bool:
-    """Whether the union of the ``written`` regions (each per dimension, None: nothing known)
-    contains ``consumed``, both cut to the buffer's bounds. As the reference compiler does, the
-    union is taken dimension by dimension; intervals that touch merge."""
-    if any(w is None for w in written):
-        written = [w for w in written if w is not None]
-        if not written:
-            return False
-    for dim, extent in enumerate(buffer.shape):
-        inside = Interval(E.const(0, extent.dtype), simplify(extent - 1))
-        pieces = [_clip(w[dim], inside) for w in written]
-        merged = True
-        while merged and len(pieces) > 1:
-            merged = False
-            for a in range(len(pieces)):
-                for b in range(a + 1, len(pieces)):
-                    p, q = pieces[a], pieces[b]
-                    if can_prove(p.lo <= q.hi + 1) and can_prove(q.lo <= p.hi + 1):
-                        pieces[a] = Interval(simplify(E.Min(p.lo, q.lo)), simplify(E.Max(p.hi, q.hi)))
-                        del pieces[b]
-                        merged = True
-                        break
-                if merged:
-                    break
-        need = _clip(consumed[dim] if consumed[dim] is not None else inside, inside)
-        if not any(can_prove(p.lo <= need.lo) and can_prove(need.hi <= p.hi) for p in pieces):
-            return False
-    return True
-
-
-def _clip(interval: Interval, inside: Interval) -> Interval:
-    return Interval(simplify(E.Max(interval.lo, inside.lo)), simplify(E.Min(interval.hi, inside.hi)))
 
 
 __all__ = ["BlockScope", "CachedFlags", "DepKind", "Dependency", "ScheduleDebugMask",

@@ -1,64 +1,25 @@
 """Traces: every primitive and sampling decision a schedule made, printable as Python that
-replays it, and savable as JSON."""
+replays it, and savable as JSON (the reference compiler's form; the older list-of-dicts form
+mlc_lab wrote before is still read)."""
 from __future__ import annotations
 
 import json
 
 from ...ir import hooks
-from ..expr import Var
 from .kinds import InstructionKind
-from .rv import BlockRV, LoopRV, SampledInt
+from . import trace_format as fmt
+from .trace_format import is_rv
 
-HANDLES = (BlockRV, LoopRV, SampledInt)
+# Kinds whose method returns one value (the reference form lists it as a one-element output list).
+_ONE_OUTPUT = {"GetBlock", "Fuse", "Merge", "AddUnitLoop", "CacheRead", "CacheWrite", "ReadAt",
+               "WriteAt", "DecomposeReduction", "DecomposePadding", "RFactor", "Blockize", "ReIndex",
+               "ReindexCacheRead", "ReindexCacheWrite", "SampleCategorical", "SampleComputeLocation"}
 
 
 class TraceError(ValueError):
     """Trace JSON that is not what ``Trace.as_json`` writes; the message says which part."""
 
 
-def _prefix(rv) -> str:
-    return "b" if isinstance(rv, BlockRV) else "l" if isinstance(rv, LoopRV) else "v"
-
-
-# How the reference compiler lays out an instruction of each kind: kind name -> (Schedule method,
-# the parameters its ``inputs`` fill, the parameters its ``attrs`` fill). A name starting with "*"
-# takes the rest of the inputs as a list; a variadic parameter (fuse, reorder) takes them as
-# positional arguments.
-_TVM_KINDS = {
-    "GetBlock": ("get_block", [], ["name", "func_name"]),
-    "GetLoops": ("get_loops", ["block"], []),
-    "GetChildBlocks": ("get_child_blocks", ["block_or_loop"], []),
-    "GetProducers": ("get_producers", ["block"], []),
-    "GetConsumers": ("get_consumers", ["block"], []),
-    "GetOutputBlocks": ("get_output_blocks", ["scope_block"], []),
-    "Split": ("split", ["loop", "*factors"], ["preserve_unit_iters"]),
-    "Fuse": ("fuse", ["*loops"], ["preserve_unit_iters"]),
-    "Reorder": ("reorder", ["*ordered_loops"], []),
-    "Parallel": ("parallel", ["loop"], []),
-    "Vectorize": ("vectorize", ["loop"], []),
-    "Unroll": ("unroll", ["loop"], []),
-    "Bind": ("bind", ["loop"], ["thread_axis"]),
-    "CacheRead": ("cache_read", ["block", "*consumer_blocks"], ["read_buffer_index", "storage_scope"]),
-    "CacheWrite": ("cache_write", ["block", "*consumer_blocks"], ["write_buffer_index", "storage_scope"]),
-    "ComputeAt": ("compute_at", ["block", "loop"], ["preserve_unit_loops", "index"]),
-    "ReverseComputeAt": ("reverse_compute_at", ["block", "loop"], ["preserve_unit_loops", "index"]),
-    "ComputeInline": ("compute_inline", ["block"], []),
-    "ReverseComputeInline": ("reverse_compute_inline", ["block"], []),
-    "DecomposeReduction": ("decompose_reduction", ["block", "loop"], []),
-    "RFactor": ("rfactor", ["loop"], ["factor_axis"]),
-    "SetScope": ("set_scope", ["block"], ["buffer_index", "storage_scope"]),
-    "Blockize": ("blockize", ["target"], ["preserve_unit_iters"]),
-    "Tensorize": ("tensorize", ["block_or_loop"], ["tensor_intrin", "preserve_unit_iters"]),
-    "Annotate": ("annotate", ["block_or_loop", "ann_val"], ["ann_key"]),
-    "Unannotate": ("unannotate", ["block_or_loop"], ["ann_key"]),
-    "SampleCategorical": ("sample_categorical", [], ["candidates", "probs"]),
-    "SamplePerfectTile": ("sample_perfect_tile", ["loop"], ["n", "max_innermost_factor"]),
-    "SampleComputeLocation": ("sample_compute_location", ["block"], []),
-    "EnterPostproc": ("enter_postproc", [], []),
-}
-# Kinds whose method returns one value (the reference form lists it as a one-element output list).
-_ONE_OUTPUT = {"GetBlock", "Fuse", "CacheRead", "CacheWrite", "DecomposeReduction", "RFactor",
-               "Blockize", "SampleCategorical", "SampleComputeLocation"}
 class Instruction:
     """One step of a trace: ``kind`` (the Schedule method, an InstructionKind), its positional
     ``args`` and keyword ``kwargs`` (RVs, lists, literals), its ``outputs`` (an RV, a list of
@@ -66,25 +27,26 @@ class Instruction:
 
     The reference compiler's form ``Instruction(kind=InstructionKind.get("GetLoops"),
     inputs=[block], attrs=[], outputs=[loop0, loop1])`` is accepted too: its inputs and attrs
-    become the arguments of the method, and ``inst.inputs`` / ``inst.attrs`` give them back."""
+    become the arguments of the method. ``inst.inputs`` / ``inst.attrs`` give an instruction in
+    that form whichever way it was made (a parameter not given shows its default)."""
     __slots__ = ("kind", "args", "kwargs", "outputs", "decision", "_tvm_form")
 
     def __init__(self, kind, args=None, kwargs=None, outputs=None, decision=None, *,
                  inputs=None, attrs=None):
         self._tvm_form = None
-        if inputs is not None or attrs is not None:
-            if args is not None or kwargs is not None:
-                raise TypeError("Instruction: give either args/kwargs or inputs/attrs, not both")
-            inputs, attrs = list(inputs or []), [_plain(a) for a in attrs or []]
-            args, kwargs = _call_of(kind, inputs, attrs)
-            self._tvm_form = (inputs, attrs)
-            if getattr(kind, "name", kind) in _ONE_OUTPUT and isinstance(outputs, list) and len(outputs) == 1:
-                outputs = outputs[0]
         if isinstance(kind, str) and not isinstance(kind, InstructionKind):
             try:
                 kind = InstructionKind.get(kind)
             except ValueError:
                 pass   # not a kind of this Schedule: replaying it says so
+        if inputs is not None or attrs is not None:
+            if args is not None or kwargs is not None:
+                raise TypeError("Instruction: give either args/kwargs or inputs/attrs, not both")
+            inputs, attrs = list(inputs or []), [_plain(a) for a in attrs or []]
+            args, kwargs = fmt.call_of(kind, inputs, attrs)
+            self._tvm_form = (inputs, attrs)
+            if getattr(kind, "name", kind) in _ONE_OUTPUT and isinstance(outputs, list) and len(outputs) == 1:
+                outputs = outputs[0]
         self.kind = kind
         self.args = [] if args is None else args
         self.kwargs = {} if kwargs is None else kwargs
@@ -92,17 +54,17 @@ class Instruction:
 
     @property
     def inputs(self) -> list:
-        """The random variables (and expressions) the instruction takes."""
+        """The random variables (and constants in their place) the instruction takes."""
         if self._tvm_form is not None:
             return self._tvm_form[0]
-        return [v for v in self.args + list(self.kwargs.values()) if _is_input(v)]
+        return fmt.split_call(self)[0]
 
     @property
     def attrs(self) -> list:
         """The instruction's other arguments (names, indices, flags)."""
         if self._tvm_form is not None:
             return self._tvm_form[1]
-        return [v for v in self.args + list(self.kwargs.values()) if not _is_input(v)]
+        return fmt.split_call(self)[1]
 
     def same_as(self, other) -> bool:
         return self is other
@@ -114,7 +76,7 @@ class Instruction:
     def __str__(self) -> str:
         """The call as Python, every random variable shown as ``_``:
         ``_, _ = sch.get_loops(block=_)``."""
-        return _python_line(self, None)[0]
+        return fmt.python_line(self, None)
 
 
 def _plain(value):
@@ -124,76 +86,17 @@ def _plain(value):
     return getattr(value, "value", value) if type(value).__name__ in ("IntImm", "FloatImm") else value
 
 
-def _is_input(value) -> bool:
-    if isinstance(value, (list, tuple)):
-        return bool(value) and all(_is_input(v) for v in value)
-    return isinstance(value, HANDLES)
-
-
-def _call_of(kind, inputs: list, attrs: list):
-    """(args, kwargs) of the Schedule method for an instruction given in the reference form."""
-    name = kind.name if isinstance(kind, InstructionKind) else str(kind)
-    if name not in _TVM_KINDS:
-        raise ValueError(f"Instruction: no known layout of inputs and attrs for kind {name!r}; "
-                         f"known: {', '.join(sorted(_TVM_KINDS))}")
-    _, input_names, attr_names = _TVM_KINDS[name]
-    if len(attrs) > len(attr_names):
-        raise ValueError(f"Instruction {name}: takes {len(attr_names)} attrs "
-                         f"({', '.join(attr_names) or 'none'}), got {len(attrs)}")
-    args, kwargs, rest = [], {}, list(inputs)
-    for param in input_names:
-        if param.startswith("*"):
-            values, rest = rest, []
-            if param[1:] in ("loops", "ordered_loops"):
-                args.extend(values)
-            elif values or param[1:] != "consumer_blocks":
-                kwargs[param[1:]] = values
-        elif rest:
-            kwargs[param] = rest.pop(0)
-    if rest:
-        raise ValueError(f"Instruction {name}: takes {len(input_names)} inputs "
-                         f"({', '.join(input_names) or 'none'}), got {len(inputs)}")
-    kwargs.update(zip(attr_names, attrs))
-    return args, kwargs
-
-
-def _python_line(inst, names: dict | None) -> list:
-    """[the instruction as a line of Python]. ``names`` (id -> name) names the random variables
-    seen so far and gets names for this instruction's outputs; None shows every one as ``_``."""
-    def name_of(v):
-        return "_" if names is None else names.get(id(v), repr(v))
-
-    def text(v):
-        if isinstance(v, (BlockRV, LoopRV)) or (names is not None and id(v) in names) or (
-                names is None and isinstance(v, SampledInt)):
-            return name_of(v)
-        if isinstance(v, (list, tuple)):
-            return "[" + ", ".join(text(x) for x in v) + "]"
-        if callable(v) and hasattr(v, "__name__"):
-            return getattr(v, "_source", v.__name__)
-        return json.dumps(v) if isinstance(v, str) else repr(v)
-    call_args = [text(a) for a in inst.args]
-    call_args += [f"{k}={text(v)}" for k, v in inst.kwargs.items()]
-    if inst.decision is not None:
-        call_args.append(f"decision={text(inst.decision)}")
-    call = f"sch.{inst.kind}({', '.join(call_args)})"
-    outs = inst.outputs if isinstance(inst.outputs, list) else \
+def _outputs(inst) -> list:
+    return inst.outputs if isinstance(inst.outputs, list) else \
         [] if inst.outputs is None else [inst.outputs]
-    if names is not None:
-        for o in outs:
-            names[id(o)] = f"{_prefix(o)}{len(names)}"
-    out_names = [name_of(o) for o in outs]
-    if isinstance(inst.outputs, list):
-        lhs = ", ".join(out_names) + ("," if len(outs) == 1 else "")
-        return [f"{lhs} = {call}" if outs else call]
-    if inst.outputs is not None:
-        return [f"{out_names[0]} = {call}"]
-    return [call]
 
 
 def _flat(value):
     if isinstance(value, (list, tuple)):
         for item in value:
+            yield from _flat(item)
+    elif isinstance(value, dict):
+        for item in value.values():
             yield from _flat(item)
     else:
         yield value
@@ -219,7 +122,38 @@ def _decision_value(decision):
 class Trace:
     """The instructions a schedule ran, in order (``insts``), with the decisions of its sampling
     instructions (``decisions``: instruction -> decision). ``Trace(insts, decisions)`` builds one
-    by hand; a decision given there replaces the instruction's own."""
+    by hand; a decision given there replaces the instruction's own.
+
+    ``str(trace)`` (and ``trace.show()``) is a Python function that replays it; ``as_python()``
+    its lines; ``as_json()`` the JSON form ``[[[kind, inputs, attrs, outputs], ...],
+    [[instruction index, decision], ...]]`` that ``Trace.from_json`` and
+    ``Trace.apply_json_to_schedule`` read back.
+
+    >>> @T.prim_func
+    ... def f(A: T.Buffer((64,), "float32")):
+    ...     for i in range(64):
+    ...         with T.block("A"):
+    ...             vi = T.axis.spatial(64, i)
+    ...             A[vi] = T.float32(0)
+    >>> sch = tir.Schedule(f, seed=0)
+    >>> (i,) = sch.get_loops(sch.get_block("A"))
+    >>> sch.split(i, factors=sch.sample_perfect_tile(i, n=2, max_innermost_factor=8)) and None
+    >>> print(sch.trace)
+    # from mlc_lab import tir
+    def apply_trace(sch: tir.Schedule) -> None:
+      b0 = sch.get_block(name="A", func_name="main")
+      l1, = sch.get_loops(block=b0)
+      v2, v3 = sch.sample_perfect_tile(loop=l1, n=2, max_innermost_factor=8, decision=[8, 8])
+      l4, l5 = sch.split(loop=l1, factors=[v2, v3])
+    >>> sch.trace.as_json()[0][2:]
+    [['SamplePerfectTile', ['l1'], [2, 8], ['v2', 'v3']], ['Split', ['l1', 'v2', 'v3'], [True], ['l4', 'l5']]]
+    >>> sch.trace.as_json()[1]
+    [[2, [8, 8]]]
+    """
+
+    #: The import the printed function's first line names (a comment: the function itself
+    #: takes the schedule as its argument).
+    python_import = "from mlc_lab import tir"
 
     def __init__(self, insts=None, decisions=None):
         self.insts = [] if insts is None else insts
@@ -259,9 +193,7 @@ class Trace:
         also everything from ``enter_postproc`` on."""
         kept, used = [], set()
         for inst in reversed(self._kept(remove_postproc)):
-            outs = inst.outputs if isinstance(inst.outputs, list) else \
-                [] if inst.outputs is None else [inst.outputs]
-            if getattr(inst.kind, "is_pure", False) and not any(id(o) in used for o in outs):
+            if getattr(inst.kind, "is_pure", False) and not any(id(o) in used for o in _outputs(inst)):
                 continue
             kept.append(inst)
             used.update(id(v) for v in _flat([inst.args, list(inst.kwargs.values())]))
@@ -280,15 +212,16 @@ class Trace:
     __hash__ = None
 
     # -- printing --------------------------------------------------------------------------
-    def as_python(self) -> list[str]:
+    def as_python(self, remove_postproc: bool = False) -> list[str]:
+        """One line of Python per instruction (``sch.split(loop=l1, factors=[v2, v3])``); the
+        random variables are named by kind and order of appearance: b0, l1, v2, ..."""
         names: dict[int, str] = {}
-        lines = []
-        for inst in self.insts:
-            lines += _python_line(inst, names)
-        return lines
+        return [fmt.python_line(inst, names) for inst in self._kept(remove_postproc)]
 
     def __str__(self) -> str:
-        return "\n".join(["# from mlc_lab import tir", "# sch = tir.Schedule(mod)"] + self.as_python())
+        body = self.as_python() or ["pass"]
+        return "\n".join([f"# {self.python_import}", "def apply_trace(sch: tir.Schedule) -> None:"]
+                         + ["  " + line for line in body])
 
     __repr__ = __str__   # a trace shown as a notebook cell's value reads as the script
 
@@ -296,42 +229,64 @@ class Trace:
         hooks.need("script.display_code")(str(self))
 
     # -- JSON ------------------------------------------------------------------------------
-    def as_json(self) -> list:
-        ids: dict[int, str] = {}
-
-        def enc(v):
-            if isinstance(v, HANDLES) and id(v) in ids:
-                return {"rv": ids[id(v)]}
-            if isinstance(v, (list, tuple)):
-                return [enc(x) for x in v]
-            if callable(v):
-                raise TypeError(f"cannot save {v!r} to JSON: give index maps as strings of Python "
-                                "lambdas, e.g. \"lambda i, j: (j, i)\"")
-            return v
-        out = []
-        for inst in self.insts:
-            args, kwargs = enc(inst.args), {k: enc(v) for k, v in inst.kwargs.items()}
-            outs = inst.outputs if isinstance(inst.outputs, list) else [inst.outputs]
-            for o in outs:
-                if isinstance(o, HANDLES):
-                    ids[id(o)] = f"{_prefix(o)}{len(ids)}"
-            out.append({"kind": inst.kind, "args": args, "kwargs": kwargs,
-                        "outputs": _enc_outputs(inst.outputs, ids), "decision": inst.decision})
-        return out
+    def as_json(self, remove_postproc: bool = False) -> list:
+        """``[instructions, decisions]``: each instruction ``[kind, inputs, attrs, outputs]``
+        (random variables by name, string inputs in double quotes, None as "None"), each
+        decision ``[index of its instruction, decision]``."""
+        names: dict[int, str] = {}
+        insts, decisions = [], []
+        for index, inst in enumerate(self._kept(remove_postproc)):
+            where = f"Trace.as_json: instruction {index} ({inst.kind})"
+            inputs, attrs = inst.inputs, inst.attrs
+            outs = []
+            for out in _outputs(inst):
+                names.setdefault(id(out), f"{fmt.rv_prefix(out)}{len(names)}")
+                outs.append(names[id(out)])
+            insts.append([getattr(inst.kind, "name", str(inst.kind)),
+                          [fmt.json_input(v, names, where) for v in inputs],
+                          [fmt.json_attr(v, where) for v in attrs], outs])
+            if inst.decision is not None:
+                decisions.append([index, fmt.json_attr(inst.decision, where)])
+        return [insts, decisions]
 
     @staticmethod
     def from_json(obj) -> "Trace":
-        """Rebuild a trace from ``as_json`` output; RV placeholders are re-bound when applied."""
+        """Rebuild a trace from ``as_json`` output (or its text). The trace's random variables
+        are fresh placeholders, bound when it is applied to a schedule."""
         if isinstance(obj, str):
             try:
                 obj = json.loads(obj)
             except json.JSONDecodeError as exc:
                 raise TraceError(f"Trace.from_json: the text is not JSON ({exc})") from None
+        if _is_reference_form(obj):
+            return _from_reference_json(obj)
         if not isinstance(obj, list):
-            raise TraceError(f"Trace.from_json expects a list of instructions (as written by "
+            raise TraceError(f"Trace.from_json expects [instructions, decisions] (as written by "
                              f"as_json), got {type(obj).__name__}")
-        defined: set = set()
+        defined: dict = {}
         return Trace([_instruction_from_json(d, index, defined) for index, d in enumerate(obj)])
+
+    @staticmethod
+    def json_kinds(obj) -> list:
+        """The kind of each instruction of a trace saved as JSON (either form), in order: an
+        InstructionKind (which compares equal to its method's name, "split") or, for a kind no
+        Schedule method has, the name as saved."""
+        def kind(name):
+            try:
+                return InstructionKind.get(name)
+            except ValueError:
+                return name
+        if _is_reference_form(obj):
+            return [kind(entry[0]) for entry in obj[0]]
+        return [kind(entry["kind"]) for entry in obj]
+
+    @staticmethod
+    def json_prefix(obj, n: int):
+        """The JSON (either form) of the first ``n`` instructions of the trace saved as ``obj``,
+        with their decisions."""
+        if _is_reference_form(obj):
+            return [obj[0][:n], [d for d in obj[1] if d[0] < n]]
+        return obj[:n]
 
     @staticmethod
     def apply_json_to_schedule(obj, sch):
@@ -353,7 +308,7 @@ class Trace:
         def dec(v):
             if isinstance(v, dict) and "rv" in v:
                 return rv_map[v["rv"]]
-            if isinstance(v, HANDLES + (Var,)) and id(v) in rv_map:
+            if is_rv(v) and id(v) in rv_map:
                 return rv_map[id(v)]
             if isinstance(v, list):
                 return [dec(x) for x in v]
@@ -374,12 +329,56 @@ class Trace:
         return sch
 
 
+def _is_reference_form(obj) -> bool:
+    """Whether ``obj`` is ``[instructions, decisions]`` rather than the older list of dicts."""
+    return isinstance(obj, list) and len(obj) == 2 and all(isinstance(part, list) for part in obj)
+
+
+def _from_reference_json(obj) -> Trace:
+    """A trace from ``[[[kind, inputs, attrs, outputs], ...], [[index, decision], ...]]``."""
+    json_insts, json_decisions = obj
+    decisions = {}
+    for entry in json_decisions:
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], int)
+                and 0 <= entry[0] < len(json_insts)):
+            raise TraceError("Trace.from_json: each decision should be [instruction index, "
+                             f"decision], got {entry!r}")
+        decisions[entry[0]] = entry[1]
+    named: dict = {}
+    insts = []
+    for index, entry in enumerate(json_insts):
+        where = f"Trace.from_json: instruction {index}"
+        if not (isinstance(entry, list) and len(entry) == 4 and isinstance(entry[0], str)
+                and all(isinstance(part, list) for part in entry[1:])
+                and all(isinstance(name, str) for name in entry[3])):
+            raise TraceError(f"{where} should be [kind, inputs, attrs, outputs] (a string and three "
+                             f"lists, the outputs names), got {entry!r}")
+        kind_name, inputs, attrs, outputs = entry
+        try:
+            kind = InstructionKind.get(kind_name)
+        except ValueError as exc:
+            raise TraceError(f"{where}: {exc}") from None
+        where += f" ({kind_name})"
+        try:
+            inputs = fmt.from_json_input(inputs, named, where)
+            outs = [fmt.placeholder(name) for name in outputs]
+            inst = Instruction(kind, inputs=inputs, attrs=attrs, outputs=outs,
+                               decision=decisions.get(index))
+        except ValueError as exc:
+            raise TraceError(str(exc)) from None
+        named.update(zip(outputs, outs))
+        insts.append(inst)
+    return Trace(insts)
+
+
+# -- the list-of-dicts form mlc_lab wrote before: read so that older tuning logs still load --------
 _JSON_FIELDS = {"kind": str, "args": list, "kwargs": dict}
 
 
-def _instruction_from_json(d, index: int, defined: set) -> Instruction:
-    """One instruction, checked: its fields have the right types and it uses only RVs that an
-    earlier instruction output (``defined`` collects them)."""
+def _instruction_from_json(d, index: int, defined: dict) -> Instruction:
+    """One instruction of the older form, checked: its fields have the right types and it uses
+    only random variables an earlier instruction output (``defined`` collects them: name ->
+    placeholder)."""
     where = f"Trace.from_json: instruction {index}"
     if not isinstance(d, dict):
         raise TraceError(f"{where} should be a dict with kind, args, kwargs and outputs, got "
@@ -391,27 +390,24 @@ def _instruction_from_json(d, index: int, defined: set) -> Instruction:
         if not isinstance(d[key], typ):
             raise TraceError(f"{where} ({d['kind']}): {key!r} should be a {typ.__name__}, got "
                              f"{type(d[key]).__name__} {d[key]!r}")
-    for ref in _rv_refs([d["args"], list(d["kwargs"].values())]):
-        if ref not in defined:
-            raise TraceError(f"{where} ({d['kind']}) uses {ref!r}, which no earlier instruction outputs")
-    defined.update(_rv_refs([d["outputs"]]))
-    return Instruction(d["kind"], d["args"], d["kwargs"], d["outputs"], d.get("decision"))
 
-
-def _rv_refs(value) -> list:
-    if isinstance(value, dict) and "rv" in value:
-        return [value["rv"]]
-    if isinstance(value, list):
-        return [ref for item in value for ref in _rv_refs(item)]
-    return []
-
-
-def _enc_outputs(outputs, ids):
-    if isinstance(outputs, list):
-        return [_enc_outputs(o, ids) for o in outputs]
-    if isinstance(outputs, HANDLES):
-        return {"rv": ids[id(outputs)]}
-    return None
+    def bind(value, define: bool):
+        if isinstance(value, dict) and set(value) == {"rv"}:
+            name = value["rv"]
+            if define:
+                defined.setdefault(name, fmt.placeholder(name))
+            elif name not in defined:
+                raise TraceError(f"{where} ({d['kind']}) uses {name!r}, which no earlier "
+                                 "instruction outputs")
+            return defined[name]
+        if isinstance(value, list):
+            return [bind(v, define) for v in value]
+        if isinstance(value, dict):
+            return {k: bind(v, define) for k, v in value.items()}
+        return value
+    args = bind(d["args"], False)
+    kwargs = bind(d["kwargs"], False)
+    return Instruction(d["kind"], args, kwargs, bind(d["outputs"], True), d.get("decision"))
 
 
 def _bind_outputs(old, new, rv_map):
@@ -424,5 +420,5 @@ def _bind_outputs(old, new, rv_map):
             _bind_outputs(o, n, rv_map)
     elif isinstance(old, dict) and "rv" in old:
         rv_map[old["rv"]] = new
-    elif isinstance(old, HANDLES + (Var,)):
+    elif is_rv(old):
         rv_map[id(old)] = new

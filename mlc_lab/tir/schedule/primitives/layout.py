@@ -223,7 +223,12 @@ def _transform_layout(self, block, buffer, index_map, pad_value=None, assume_inj
         body = _pad(body, target, new_buffer, inverse, padding, pad_map)
     rewriter = _Relayout(target, new_buffer, imap.initial_indices, imap.final_indices)
     new_func = rewriter.visit(func.replace(body=body))
-    if rewriter.matched:
+    identity = not has_padding and len(imap.final_indices) == len(imap.initial_indices) and all(
+        o is v for o, v in zip(imap.final_indices, imap.initial_indices))
+    if rewriter.matched and identity:   # only separators change: the views keep their regions
+        from .buffer_attrs import with_axis_separators
+        new_func = with_axis_separators(func, target, tuple(separators))
+    elif rewriter.matched:
         fail(errors.BufferHasViewsError, f"buffer {target.name} is the source of a match_buffer; "
              "transform_layout cannot rewrite views of it")
     self._update(func_name, new_func, primitive)
@@ -349,7 +354,7 @@ def _resolve_buffer(realize, buffer, func, primitive):
         for region in blk.reads + blk.writes:
             if region.buffer.name == buffer:
                 return region.buffer
-        for b in blk.alloc_buffers:
+        for b in list(blk.alloc_buffers) + [m.buffer for m in blk.match_buffers]:
             if b.name == buffer:
                 return b
         names = sorted({r.buffer.name for r in blk.reads + blk.writes})
