@@ -57,3 +57,12 @@ class PrimFunc(Node):
     @property
     def name(self) -> str | None:
         return self.attr_dict.get("global_symbol")
+
+
+def __getattr__(name: str):
+    # ``tir.function.TensorIntrin``: the tensor intrinsic registry lives with the schedule, a
+    # layer above; it is bound on first use, as ``mlc_lab.tir`` binds it.
+    if name == "TensorIntrin":
+        import importlib
+        return importlib.import_module("mlc_lab.tir.schedule").TensorIntrin
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -143,6 +143,22 @@ class For(Stmt):
         object.__setattr__(self, "annotations", _annotations(self.annotations))
 
 
+_for_fields_init = For.__init__
+
+
+def _for_init(self, *args, min_val=None, **kwargs):
+    """``For(loop_var, min, extent, kind, body, ...)``; the start may also be given as
+    ``min_val=`` (the reference compiler's keyword)."""
+    if min_val is not None:
+        if "min" in kwargs or len(args) > 1:
+            raise TypeError("For: give the loop's start once, as min or as min_val")
+        kwargs["min"] = min_val
+    _for_fields_init(self, *args, **kwargs)
+
+
+For.__init__ = _for_init
+
+
 @node
 class IfThenElse(Stmt):
     condition: PrimExpr
