@@ -975,3 +975,47 @@ def test_compute_at_errors_say_the_rule_in_the_reference_compilers_words():
     c_loop = sch.get_loops(sch.get_block("C"))[0]
     unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("C"), c_loop),
                     errors.ScheduleError, "ancestor of block")
+
+
+@T.prim_func
+def rows_then_flat(X: T.Buffer((16, 16), "float32"), Y: T.Buffer((256,), "float32")):
+    temp = T.alloc_buffer((16, 16))
+    for i, j in T.grid(16, 16):
+        with T.block("A"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            temp[vi, vj] = X[vj, vi] + T.float32(1)
+    for i in range(256):
+        with T.block("B"):
+            v = T.axis.spatial(256, i)
+            Y[v] = temp[v // 16, v % 16]
+
+
+def test_reverse_compute_at_reads_back_split_indices():
+    """Under row i of the producer the consumer runs the 16 iterations that read row i (v // 16
+    is i, v % 16 any): the indices are inverted over the row just made."""
+    sch = tir.Schedule(rows_then_flat)
+    sch.reverse_compute_at(sch.get_block("B"), sch.get_loops(sch.get_block("A"))[0])
+    assert "T.axis.spatial(256, i * 16 + ax0)" in sch.mod["main"].script()
+    assert [int(sch.get(lp).extent) for lp in sch.get_loops(sch.get_block("B"))] == [16, 16]
+    assert_runs_like(rows_then_flat, sch, outputs=[1])
+
+
+def test_reverse_compute_at_refuses_split_indices_whose_box_is_not_whole():
+    """Read transposed (temp[v % 16, v // 16]), row i of temp is read by the iterations i,
+    i + 16, i + 32, ...: a stride-16 set that no box of iterations holds."""
+    @T.prim_func
+    def transposed(X: T.Buffer((16, 16), "float32"), Y: T.Buffer((256,), "float32")):
+        temp = T.alloc_buffer((16, 16))
+        for i, j in T.grid(16, 16):
+            with T.block("A"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                temp[vi, vj] = X[vi, vj] + T.float32(1)
+        for i in range(256):
+            with T.block("B"):
+                v = T.axis.spatial(256, i)
+                Y[v] = temp[v % 16, v // 16]
+
+    sch = tir.Schedule(transposed)
+    unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("B"),
+                                                        sch.get_loops(sch.get_block("A"))[0]),
+                    errors.RegionNotCoverableError, 'block "B" reads')

@@ -116,6 +116,18 @@ def block_var_domains(block: S.Block, provided, required: dict, known: dict,
         need = required.get(id(region.buffer))
         if need is None:
             continue
+        if not cover_all and not all(_is_one(r.extent) and _var_plus_offset(r.min, iter_vars)
+                                     for r in region.region
+                                     if any(uses_var(r.min, v) for v in iter_vars)):
+            read_back = _read_back(block, region, need, known)
+            if read_back is None:
+                dim = next(d for d, r in enumerate(region.region)
+                           if not (_is_one(r.extent) and _var_plus_offset(r.min, iter_vars)))
+                raise UncoverableRegion(region.buffer, dim)
+            for var, interval in read_back.items():
+                wanted[id(var)] = interval if id(var) not in wanted else \
+                    intersect(wanted[id(var)], interval, known)
+            continue
         for dim, (rng, interval) in enumerate(zip(region.region, need)):
             users = [v for v in iter_vars if uses_var(rng.min, v) or uses_var(rng.extent, v)]
             if not users:
@@ -192,6 +204,49 @@ def _var_plus_offset(e, iter_vars):
         return None
     offset = from_linear(Linear(rest, lin.const), var.dtype)
     return var, offset
+
+
+def _read_back(block: S.Block, region: S.BufferRegion, need, known: dict) -> dict | None:
+    """Var -> Interval: the iterations of ``block`` that read, through ``region`` (one element
+    per iteration at indices such as ``[v // 16, v % 16]``), exactly the elements of the box
+    ``need``; None unless that set is provably a box of iterations. The indices are inverted
+    (inline_affine.invert): each element of the box is read by one iteration, so when the box
+    holds as many elements as the box of iterations its inverse spans, those iterations are it."""
+    from .inline_affine import invert   # inline_affine builds on this module's neighbours
+    if any(r is None or not _is_one(rng.extent) for r, rng in zip(need, region.region)):
+        return None
+    inverse, _ = invert([rng.min for rng in region.region], block.iter_vars)
+    if inverse is None:
+        return None
+    extents = [simplify(r.extent(known), known) for r in need]
+    if not all(isinstance(e, E.IntImm) for e in extents):
+        return None
+    xs = [E.Var(f"x{d}", rng.min.dtype) for d, rng in enumerate(region.region)]
+    box = {x: S.Range(r.lo, e) for x, r, e in zip(xs, need, extents)}
+    mapping, conds = inverse.apply(xs)
+    scope = {**known, **box}
+    for cond in conds:
+        low = relax(cond.a, box, known)
+        if low is None or not can_prove(type(cond)(low.lo, cond.b), known) \
+                or not can_prove(type(cond)(low.hi, cond.b), known):
+            return None
+    out, count = {}, 1
+    for e in extents:
+        count *= e.value
+    spanned = 1
+    for iv in block.iter_vars:
+        value = mapping.get(iv.var)
+        if value is None:
+            return None
+        interval = relax(simplify(value, scope), box, known)
+        if interval is None:
+            return None
+        size = simplify(interval.hi - interval.lo + 1, known)
+        if not isinstance(size, E.IntImm):
+            return None
+        spanned *= size.value
+        out[iv.var] = interval
+    return out if spanned == count else None
 
 
 def _tile(rng: S.Range, iter_vars):
