@@ -100,12 +100,12 @@ class ComputeLocationPrimitives:
         the block (at least one); a reduction producer runs its whole reduction inside
         ``loop``; under ``loop`` the block's producers come before its consumers; the producers
         there feed every iteration of the block (not so for the border of a padding stage),
-        and a ``T.where`` of the block can be rewritten in its iterators. The reference
-        compiler also moves a consumer that reads a window or a range per iteration (a pooling
-        stage, ``temp[v // 16, v % 16]``), running each iteration once every element it reads
-        has been made; deciding which iterations those are needs the read index inverted over
-        the produced box, which this implementation does only for one element per iterator, so
-        it refuses the others rather than run an iteration too early.
+        and a ``T.where`` of the block can be rewritten in its iterators. A consumer reading
+        one element at split or fused indices (``temp[v // 16, v % 16]``) runs the iterations
+        whose elements the producers just made, found by inverting the indices. The reference
+        compiler also moves a consumer that reads a window per iteration (a pooling stage),
+        running each iteration once every element it reads has been made; this one refuses
+        that rather than risk running an iteration too early.
 
         Parameters: block (BlockRV), loop (LoopRV, or None for the root as
         sample_compute_location gives it: then the block stays where it is),
