@@ -1019,3 +1019,26 @@ def test_reverse_compute_at_refuses_split_indices_whose_box_is_not_whole():
     unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("B"),
                                                         sch.get_loops(sch.get_block("A"))[0]),
                     errors.RegionNotCoverableError, 'block "B" reads')
+
+
+def test_reverse_compute_at_refuses_a_blockized_consumer_that_reads_a_whole_row():
+    """The tile block reads a whole row of At in every iteration; under the loop over the row's
+    elements only one of them exists yet."""
+    @T.prim_func
+    def transpose_add(A: T.Buffer((13, 9), "float32"), C: T.Buffer((9, 13), "float32")):
+        At = T.alloc_buffer((9, 13))
+        for i, j in T.grid(9, 13):
+            with T.block("At"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                At[vi, vj] = A[vj, vi]
+        for i, j in T.grid(9, 13):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = At[vi, vj] + T.float32(1)
+
+    sch = tir.Schedule(transpose_add)
+    row = sch.blockize(sch.get_loops(sch.get_block("C"))[1])
+    unchanged_after(sch, lambda: sch.reverse_compute_at(row, sch.get_loops(sch.get_block("At"))[1]),
+                    errors.RegionNotCoverableError, "buffer At")
+    sch.reverse_compute_at(row, sch.get_loops(sch.get_block("At"))[0])   # the whole row exists
+    assert_runs_like(transpose_add, sch, outputs=[1])

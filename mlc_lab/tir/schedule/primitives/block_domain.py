@@ -131,6 +131,13 @@ def block_var_domains(block: S.Block, provided, required: dict, known: dict,
         for dim, (rng, interval) in enumerate(zip(region.region, need)):
             users = [v for v in iter_vars if uses_var(rng.min, v) or uses_var(rng.extent, v)]
             if not users:
+                # Every iteration reads the same range here: a consumer may only if all of it
+                # is in the box made (a blockized consumer reading a whole row, under a loop
+                # that makes one element of it, may not).
+                if not cover_all and (interval is None or not (
+                        can_prove(rng.min >= interval.lo, known)
+                        and can_prove(rng.min + rng.extent - 1 <= interval.hi, known))):
+                    raise UncoverableRegion(region.buffer, dim)
                 continue
             pinned = _var_plus_offset(rng.min, iter_vars) if _is_one(rng.extent) else None
             tile = _tile(rng, iter_vars) if pinned is None and cover_all else None
