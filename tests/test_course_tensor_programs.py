@@ -333,10 +333,17 @@ def test_opencl_target_gives_source_only():
         mlc_lab.build(RowScale, target="vulkan")
 
 
-def test_access_ptr_says_how_to_write_the_kernel():
+def test_access_ptr_builds_the_pointer_and_a_build_says_how_to_write_the_kernel():
     buf = tir.decl_buffer((8, 8), "float32", "A")
-    with pytest.raises(NotImplementedError, match="A.access_ptr.*TensorIntrin.register"):
-        buf.access_ptr("r")
+    assert str(buf.access_ptr("r")) == 'T.tvm_access_ptr(T.type_annotation("float32"), A.data, 0, 64, 1)'
+
+    @T.prim_func
+    def calls_a_c_kernel(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8, 8), "float32")):
+        with T.block("kernel"):
+            T.evaluate(T.call_extern("int32", "gemm8", A.access_ptr("r"), B.access_ptr("w")))
+
+    with pytest.raises(NotImplementedError, match="gemm8.*write gemm8 as loops in a T.prim_func"):
+        mlc_lab.build(calls_a_c_kernel, target="llvm")
 
 
 def test_create_llvm_without_clang_says_what_is_missing(monkeypatch):

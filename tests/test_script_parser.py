@@ -438,14 +438,15 @@ def test_error_unsupported_syntax():
     assert info.value.line == _line_of("E:while")
 
 
-def test_error_store_dtype_mismatch():
+def test_error_store_lanes_mismatch():
+    # A store converts a value of another dtype (tests/test_script_tvm_forms.py); lanes it cannot.
     with pytest.raises(ScriptError) as info:
         @T.prim_func
         def f(A: T.Buffer((4,), "float32")):
             for i in range(4):
-                A[i] = i  # E:dtype
+                A[T.Ramp(0, 1, 4)] = i  # E:dtype
     msg = info.value.message
-    assert "int32" in msg and "float32" in msg and "A" in msg
+    assert "int32" in msg and "float32" in msg and "A" in msg and "lane" in msg
     assert info.value.line == _line_of("E:dtype")
 
 

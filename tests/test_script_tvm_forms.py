@@ -442,7 +442,8 @@ def test_tensor_core_builtins_parse_print_and_schedule_but_do_not_build():
     """The reference compiler's fragment and pointer builtins are opaque calls here: a program
     using them round-trips and takes schedule steps; building it names the builtin."""
     text = fragments.script()
-    assert 'T.call_extern("tvm_load_matrix_sync"' in text and '"row_major"' in text
+    assert "T.tvm_load_matrix_sync(B.data, 16, 16, 16, vi * 2 + vj, T.tvm_access_ptr(" in text
+    assert 'T.type_annotation("float16"), A.data, vi * 512 + vj * 16, 256, 1), 32, "row_major")' in text
     assert_structural_equal(fragments, from_source(text))
     sch = tir.Schedule(fragments)
     i, j = sch.get_loops(sch.get_block("load"))

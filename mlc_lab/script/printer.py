@@ -140,6 +140,8 @@ class _Printer(ExprPrinter):
             args.append(f"strides={self.shape(buf.strides)}")
         if buf.scope != "global":
             args.append(f"scope={json.dumps(buf.scope)}")
+        if buf.axis_separators:
+            args.append(f"axis_separators={list(buf.axis_separators)}")
         return f"{fn}({', '.join(args)})"
 
     def shape(self, dims) -> str:
@@ -297,7 +299,10 @@ class _Printer(ExprPrinter):
         self.stmt(s.body, indent)
 
     def stmt_Evaluate(self, s: S.Evaluate, indent: int) -> None:
-        self.emit(indent, self.mark(s, f"T.evaluate({self.expr(s.value)})"))
+        text = self.expr(s.value)
+        if not (isinstance(s.value, E.Call) and text.startswith("T.")):   # a call stands alone
+            text = f"T.evaluate({text})"
+        self.emit(indent, self.mark(s, text))
 
     def stmt_Allocate(self, s: S.Allocate, indent: int) -> None:
         b = s.buffer

@@ -7,6 +7,7 @@ import math
 from ..tir import dtype as dt
 from ..tir import expr as E
 from ..tir.buffer import BUFFER_DATA
+from .tir import OPAQUE_BUILTINS
 
 MARK_OPEN, MARK_CLOSE = "\x01", "\x02"
 
@@ -93,6 +94,13 @@ class ExprPrinter:
             return f"{self.name_of(e.buffer)}[{self.indices(e.indices)}]", P_ATOM
         if isinstance(e, E.Call) and e.op == BUFFER_DATA:
             return f"{self.name_of(e.args[0].buffer)}.data", P_ATOM
+        if isinstance(e, E.Call) and e.op == "call_extern" and _builtin_name(e) == "type_annotation" \
+                and len(e.args) == 1:
+            return f"T.type_annotation({json.dumps(e.dtype)})", P_ATOM
+        if isinstance(e, E.Call) and e.op == "call_extern" and _builtin_name(e) in OPAQUE_BUILTINS:
+            args = [self.expr(a) for a in e.args[1:]]
+            dtype = [] if e.dtype == "handle" else [f"dtype={json.dumps(e.dtype)}"]
+            return f"T.{e.args[0].value}({', '.join(args + dtype)})", P_ATOM
         if isinstance(e, E.Call) and e.op == "call_extern":
             args = ", ".join(self.expr(a) for a in e.args)
             return f"T.call_extern({args}, dtype={json.dumps(e.dtype)})", P_ATOM
@@ -103,6 +111,12 @@ class ExprPrinter:
         if isinstance(e, E.Broadcast):
             return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", P_ATOM
         raise TypeError(f"the printer cannot print a {type(e).__name__}")
+
+
+def _builtin_name(call: E.Call) -> str | None:
+    """The function a ``T.call_extern`` calls, when given as a string."""
+    first = call.args[0] if call.args else None
+    return first.value if isinstance(first, E.StringImm) else None
 
 
 def _int_text(e: E.IntImm) -> tuple[str, int]:

@@ -21,6 +21,7 @@ from ..tir.buffer import Buffer as _Buffer
 from ..tir.buffer import decl_buffer as _decl_buffer
 from ..tir.extern import call_extern as _call_extern
 from ..tir.stmt import FOR_KINDS, THREAD_TAGS
+from .tir_fixed_point import q_multiply_shift, q_multiply_shift_per_axis
 
 
 class ScriptOnly:
@@ -84,10 +85,11 @@ class _BufferType:
     """``T.Buffer((128, 128), "float32")`` or the older ``T.Buffer[(128, 128), "float32"]``."""
 
     def __call__(self, shape, dtype: str = "float32", strides=None, scope: str = "global",
-                 align: int = 0, offset_factor: int = 0, *, data=None, elem_offset=None) -> _Buffer:
+                 align: int = 0, offset_factor: int = 0, *, data=None, elem_offset=None,
+                 axis_separators=None) -> _Buffer:
         _check_buffer_options(align, offset_factor)
         check_elem_offset(elem_offset, "buffer")
-        buffer = _decl_buffer(shape, dtype, "buffer", strides or (), scope)
+        buffer = _decl_buffer(shape, dtype, "buffer", strides or (), scope, axis_separators)
         return buffer if data is None else _over_data(buffer, data, "T.Buffer")
 
     def __getitem__(self, key) -> _Buffer:
@@ -103,7 +105,8 @@ Buffer = _BufferType()
 
 
 def decl_buffer(shape, dtype: str = "float32", data=None, strides=None, elem_offset=None,
-                scope: str = "global", align: int = 0, offset_factor: int = 0) -> _Buffer:
+                scope: str = "global", align: int = 0, offset_factor: int = 0,
+                axis_separators=None) -> _Buffer:
     """``T.decl_buffer(shape, dtype, data=X)``: the buffer whose storage is X's, where X is what
     ``T.allocate`` or ``T.allocate_const`` bound (or ``A.data``). mlc_lab buffers do not alias one
     another, so it must have X's shape and dtype, and it is X itself."""
@@ -111,7 +114,8 @@ def decl_buffer(shape, dtype: str = "float32", data=None, strides=None, elem_off
         raise TypeError("T.decl_buffer without data= is not supported; " + _NO_BUFFER_DECL)
     _check_buffer_options(align, offset_factor)
     check_elem_offset(elem_offset, "buffer")
-    return _over_data(_decl_buffer(shape, dtype, "buffer", strides or (), scope), data, "T.decl_buffer")
+    return _over_data(_decl_buffer(shape, dtype, "buffer", strides or (), scope, axis_separators), data,
+                      "T.decl_buffer")
 
 
 def _over_data(buffer: _Buffer, data, what: str) -> _Buffer:
@@ -125,7 +129,8 @@ def _over_data(buffer: _Buffer, data, what: str) -> _Buffer:
     from ..ir import structural_equal
     same = (buffer.dtype == data.dtype and len(buffer.shape) == len(data.shape)
             and all(structural_equal(a, b) for a, b in zip(buffer.shape, data.shape))
-            and buffer.strides in ((), data.strides) and buffer.scope in ("global", data.scope))
+            and buffer.strides in ((), data.strides) and buffer.scope in ("global", data.scope)
+            and buffer.axis_separators in ((), data.axis_separators))
     if not same:
         shape = ", ".join(str(d) for d in data.shape)
         raise ValueError(f"{what}(data={data.name}) must declare {data.name}'s shape ({shape}) and dtype "
@@ -340,6 +345,17 @@ likely.__doc__ = ("``T.likely(cond)``: a hint that ``cond`` is usually true; its
                   "(the backends compute the condition and ignore the hint).")
 
 
+def assume(cond) -> E.Call:
+    """``T.assume(cond)``: a statement that ``cond`` holds wherever it runs, for analyses (e.g.
+    that the padding of a transformed input holds the pad value). It computes nothing: lowering
+    drops it, so a false assumption is not detected at run time. Written as a statement, or as
+    ``T.evaluate(T.assume(cond))``."""
+    cond = E.convert(cond)
+    if not dt.is_bool(cond.dtype):
+        raise TypeError(f"T.assume takes a bool condition, got {cond} of dtype {cond.dtype}")
+    return E.Call("bool", "assume", (cond,))
+
+
 def call_extern(*args, dtype: str | None = None) -> E.Call:
     """``T.call_extern("expf", x, dtype="float32")`` (or ``T.call_extern("float32", "expf", x)``):
     call an external function by name. The C math library's functions (``exp``/``expf``, ``pow``,
@@ -366,11 +382,18 @@ def _opaque_builtin(name: str):
     return call
 
 
-# Tensor-core fragments and raw pointers, as TVM's own tests and tensor intrinsics spell them.
+# Tensor-core fragments and raw pointers, as the reference compiler's tensor intrinsics spell
+# them; the printer prints these calls under their own names.
+OPAQUE_BUILTINS = ("tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_store_matrix_sync", "tvm_mma_sync",
+                   "tvm_bmma_sync", "tvm_access_ptr", "type_annotation")
 (tvm_fill_fragment, tvm_load_matrix_sync, tvm_store_matrix_sync, tvm_mma_sync, tvm_bmma_sync,
- tvm_access_ptr, type_annotation) = (
-    _opaque_builtin(n) for n in ("tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_store_matrix_sync",
-                                 "tvm_mma_sync", "tvm_bmma_sync", "tvm_access_ptr", "type_annotation"))
+ tvm_access_ptr) = (_opaque_builtin(n) for n in OPAQUE_BUILTINS[:-1])
+
+
+def type_annotation(dtype: str = "handle") -> E.Call:
+    """``T.type_annotation("float16")``: a value that stands for its dtype only (the element type
+    of ``T.tvm_access_ptr``): an opaque call of that dtype without arguments."""
+    return _call_extern(dt.check_dtype(dtype), "type_annotation")
 
 
 def min_value(dtype: str) -> E.PrimExpr:
@@ -426,7 +449,9 @@ __all__ = [
     "float16", "float32", "float64", "Cast", "cast", "Select", "Ramp", "Broadcast", "evaluate",
     "max", "min", "floordiv", "floormod", "truncdiv", "truncmod",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "abs", "floor", "ceil", "round",
-    "sin", "cos", "erf", "pow", "if_then_else", "likely", "min_value", "max_value", "call_extern",
+    "sin", "cos", "erf", "pow", "if_then_else", "likely", "assume", "q_multiply_shift",
+    "q_multiply_shift_per_axis", "min_value", "max_value",
+    "call_extern",
     "tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_store_matrix_sync", "tvm_mma_sync",
     "tvm_bmma_sync", "tvm_access_ptr", "type_annotation",
 ]

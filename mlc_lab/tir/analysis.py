@@ -25,11 +25,34 @@ def block_access_regions(block: S.Block) -> tuple[tuple, tuple]:
     if block.init is not None:
         collector.visit(block.init, {})
     own = {id(b) for b in block.alloc_buffers} | collector.allocated
+    views = {id(m.buffer): m for m in block.match_buffers}
+    collector.reads = [_through_view(a, views) for a in collector.reads]
+    collector.writes = [_through_view(a, views) for a in collector.writes]
     written = {id(b) for b, _ in collector.writes}
     reads = [(b, r) for b, r in collector.reads
              if id(b) not in own and not (block.init is not None and id(b) in written)]
     writes = [(b, r) for b, r in collector.writes if id(b) not in own]
     return _merge(reads), _merge(writes)
+
+
+def _through_view(access: tuple, views: dict) -> tuple:
+    """An access to one of the block's own match_buffer views as the access to the region of
+    the buffer it views: the view's leading missing dimensions take the region's ranges, the
+    others are shifted by the region's start (a view of a view is followed to the end)."""
+    buffer, dims = access
+    for _ in range(len(views)):
+        match = views.get(id(buffer))
+        if match is None:
+            break
+        region = match.source.region
+        kept = len(region) - len(dims)
+        if kept < 0:
+            break
+        out = [(r.min, r.extent) for r in region[:kept]]
+        for r, (lo, ext) in zip(region[kept:], dims):
+            out.append((r.min, r.extent) if lo is None else (simplify(r.min + lo), ext))
+        buffer, dims = match.source.buffer, out
+    return buffer, dims
 
 
 class _AccessCollector:

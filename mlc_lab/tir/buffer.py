@@ -48,6 +48,9 @@ class Buffer(Node):
     dtype: str = "float32"
     strides: tuple = ()
     scope: str = "global"
+    # Where the physical buffer starts a new dimension: (2,) splits a 3-D buffer into the
+    # physical dimensions (axes 0-1, axis 2). Empty: one flat dimension, as for most buffers.
+    axis_separators: tuple = ()
     _binds_by_identity = True   # structural_equal matches buffers up to renaming
 
     @property
@@ -84,13 +87,44 @@ class Buffer(Node):
         regions, whose offset is their region's start)."""
         return const(0, self.shape[0].dtype if self.shape else "int32")
 
-    def access_ptr(self, access_mask="rw", *args, **kwargs):
-        """Not provided: the loop IR has no pointers, so a kernel cannot be handed a buffer's
-        address (as for ``T.call_extern`` of a hand-written C kernel)."""
-        raise NotImplementedError(
-            f"{self.name}.access_ptr: mlc_lab has no pointers into buffers, so buffers cannot be "
-            "passed to an external C kernel; write the kernel as loops in a T.prim_func (for a "
-            "tensor intrinsic, as the impl given to tir.TensorIntrin.register)")
+    def access_ptr(self, access_mask="rw", ptr_type: str = "handle", content_lanes: int = 1,
+                   offset=0, extent=None) -> Call:
+        """``A.access_ptr("r", extent=128)``: the address of A's storage from element ``offset``
+        on, for ``extent`` elements (all that follow by default), for reading ("r"), writing
+        ("w") or both ("rw", or the mask 1 | 2), as hand-written kernels and tensor intrinsics
+        take it. It is the opaque call ``T.tvm_access_ptr(T.type_annotation(dtype), A.data,
+        offset, extent, mask)``, as the reference compiler builds it: it parses, prints and
+        schedules, and a block using it reads ("r") and/or writes ("w") all of A; building a
+        program that calls something with it is refused by name, since mlc_lab runs no
+        external kernel."""
+        from .extern import call_extern   # below this module's own imports: no cycle
+        mask = _access_mask(access_mask, self.name)
+        if content_lanes != 1:
+            raise NotImplementedError(f"{self.name}.access_ptr: content_lanes={content_lanes} is not "
+                                      "supported; mlc_lab addresses buffers element by element")
+        index = self.shape[0].dtype if self.shape else "int32"
+        offset = const(offset, index) if isinstance(offset, int) else convert(offset)
+        if extent is None:
+            extent = const(1, index)
+            for dim in self.shape:
+                extent = extent * dim
+            extent = extent - offset
+            from ..arith import simplify   # the arithmetic layer sits beside this one
+            extent = simplify(extent)
+        extent = const(extent, index) if isinstance(extent, int) else convert(extent)
+        annotation = call_extern(self.dtype, "type_annotation")
+        return call_extern(ptr_type or "handle", "tvm_access_ptr", annotation, self.data, offset, extent,
+                           const(mask, "int32"))
+
+
+def _access_mask(access_mask, name: str) -> int:
+    """The mask of ``access_ptr``: 1 to read, 2 to write, 3 for both ("r", "w", "rw" or an int)."""
+    if isinstance(access_mask, int) and not isinstance(access_mask, bool) and 0 < access_mask <= 3:
+        return access_mask
+    if isinstance(access_mask, str) and access_mask and set(access_mask) <= {"r", "w"}:
+        return (1 if "r" in access_mask else 0) | (2 if "w" in access_mask else 0)
+    raise ValueError(f"{name}.access_ptr: the access mask is \"r\", \"w\", \"rw\" or 1..3, got "
+                     f"{access_mask!r}")
 
 
 def _index(i, buffer: Buffer) -> PrimExpr:
@@ -102,8 +136,11 @@ def _index(i, buffer: Buffer) -> PrimExpr:
     return convert(i)
 
 
-def decl_buffer(shape, dtype: str = "float32", name: str = "buffer", strides=(), scope: str = "global") -> Buffer:
-    """Make a buffer; ``shape`` entries may be ints or PrimExprs (symbolic dimensions)."""
+def decl_buffer(shape, dtype: str = "float32", name: str = "buffer", strides=(), scope: str = "global",
+                axis_separators=()) -> Buffer:
+    """Make a buffer; ``shape`` entries may be ints or PrimExprs (symbolic dimensions).
+    ``axis_separators`` (increasing axes in ``1 .. ndim - 1``) split its physical layout into
+    several dimensions, one per group of logical axes (``physical_groups``)."""
     if isinstance(shape, (int, PrimExpr)):
         shape = (shape,)
     shape = tuple(const(s) if isinstance(s, int) else convert(s) for s in shape)
@@ -120,7 +157,42 @@ def decl_buffer(shape, dtype: str = "float32", name: str = "buffer", strides=(),
     if problem:
         raise ValueError(f"buffer {name}: {problem}")
     strides = tuple(const(s) if isinstance(s, int) else convert(s) for s in strides)
-    return Buffer(name, shape, dt.check_dtype(dtype), strides, scope)
+    separators = check_axis_separators(axis_separators, name)
+    return Buffer(name, shape, dt.check_dtype(dtype), strides, scope, separators)
+
+
+def check_axis_separators(axis_separators, name: str) -> tuple:
+    """``axis_separators`` as a tuple of ints: non-negative and strictly increasing. Whether each
+    physical dimension holds at least one axis (``1 <= s < ndim``) is checked where the buffer is
+    flattened (``physical_groups``): a view may carry its source's separators, as in the
+    reference compiler."""
+    if axis_separators is None:
+        return ()
+    if isinstance(axis_separators, (int, IntImm)):
+        axis_separators = (axis_separators,)
+    out = []
+    for sep in axis_separators:
+        value = sep.value if isinstance(sep, IntImm) else sep
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"buffer {name}: axis_separators must be integers, got {sep!r}")
+        out.append(int(value))
+    if any(s < 0 for s in out) or any(a >= b for a, b in zip(out, out[1:])):
+        raise ValueError(f"buffer {name}: axis_separators={out} must be non-negative and increase "
+                         "strictly")
+    return tuple(out)
+
+
+def physical_groups(buffer: Buffer) -> list:
+    """The logical axes of each physical dimension of ``buffer`` (``[[0, 1], [2]]`` for a 3-D
+    buffer with ``axis_separators=[2]``); a ValueError names the buffer when a separator would
+    leave a physical dimension without axes."""
+    seps = buffer.axis_separators
+    if any(not 0 < s < buffer.ndim for s in seps):
+        raise ValueError(f"buffer {buffer.name}: axis_separators={list(seps)} must lie in "
+                         f"1 .. {buffer.ndim - 1} for its {buffer.ndim} dimension(s): each physical "
+                         "dimension holds at least one axis")
+    bounds = [0, *seps, buffer.ndim]
+    return [list(range(a, b)) for a, b in zip(bounds, bounds[1:])]
 
 
 class UninitializedReadError(RuntimeError):

@@ -44,13 +44,15 @@ class BufferSpec:
     scope: str = "global"
     elem_offset: object = None
     offset_factor: int = 0
+    axis_separators: tuple = ()
 
 
 def _buffer_args(what: str, args: list, kwargs: dict) -> BufferSpec:
     def spec(shape, dtype="float32", strides=None, scope="global", align=0, offset_factor=0,
-             elem_offset=None):
+             elem_offset=None, axis_separators=None):
         tir_namespace._check_buffer_options(align, 0)
-        return BufferSpec(shape, dtype, tuple(strides or ()), scope, elem_offset, offset_factor)
+        return BufferSpec(shape, dtype, tuple(strides or ()), scope, elem_offset, offset_factor,
+                          axis_separators or ())
     try:
         return spec(*args, **kwargs)
     except TypeError as exc:
@@ -279,7 +281,8 @@ class BlockParser(StmtParser):
         spec = _buffer_args("alloc_buffer", args, kwargs)
         tir_namespace.check_elem_offset(spec.elem_offset, target.id)
         tir_namespace._check_buffer_options(0, spec.offset_factor)   # its offset, 0, is a multiple of any
-        buffer = decl_buffer(spec.shape, spec.dtype, target.id, spec.strides, spec.scope)
+        buffer = decl_buffer(spec.shape, spec.dtype, target.id, spec.strides, spec.scope,
+                             spec.axis_separators)
         frame.alloc_buffers.append(buffer)
         self.define(target.id, buffer)
         return None
@@ -290,7 +293,8 @@ class BlockParser(StmtParser):
         source_node = call.args[0]
         args, kwargs = [self.eval(a) for a in call.args[1:]], {k.arg: self.eval(k.value) for k in call.keywords}
         spec = _buffer_args("match_buffer", args, kwargs)
-        buffer = decl_buffer(spec.shape, spec.dtype, target.id, spec.strides, spec.scope)
+        buffer = decl_buffer(spec.shape, spec.dtype, target.id, spec.strides, spec.scope,
+                             spec.axis_separators)
         if isinstance(frame, FuncFrame):
             tir_namespace.check_elem_offset(spec.elem_offset, target.id)
             tir_namespace._check_buffer_options(0, spec.offset_factor)
@@ -311,6 +315,16 @@ class BlockParser(StmtParser):
                                    "directly inside a T.block (for a region)")
         self.define(target.id, buffer)
         return None
+
+    def bind_offset_name(self, var: E.Var, offset: E.PrimExpr) -> bool:
+        """Make the name of ``var``, a variable declared in the enclosing block (``off =
+        T.int32()``) and not used yet, stand for ``offset`` from here on; False if it is not one."""
+        for scope in reversed(self.scopes):
+            if scope.get(var.name) is var:
+                scope[var.name] = offset if offset.dtype == var.dtype else offset.astype(var.dtype)
+                self.bound_vars[id(var)] = "offset name"
+                return True
+        return False
 
     def check_view(self, buffer, region: S.BufferRegion, spec: BufferSpec, call: ast.Call) -> None:
         """A matched region is a view with the strides of the storage it lies in (its last
@@ -335,7 +349,17 @@ class BlockParser(StmtParser):
                                        f"region of {source.name} has strides ({shown}) in its storage: a "
                                        "matched buffer views the storage as it is (give those strides, "
                                        "or leave strides out)")
-        if isinstance(spec.elem_offset, E.Var) and self.bound_vars.get(id(spec.elem_offset)) not in (
+        if isinstance(spec.elem_offset, E.Var) and id(spec.elem_offset) not in self.bound_vars:
+            # `off = T.int32()` in the block, then elem_offset=off: off names where the region
+            # starts, as the reference compiler binds it; here it stands for that expression.
+            if offset is None or not self.bind_offset_name(spec.elem_offset, offset):
+                raise self.error(call, f"T.match_buffer {buffer.name}: elem_offset={spec.elem_offset} "
+                                       "would name where the region starts, but "
+                                       + ("this parser cannot work out that offset" if offset is None
+                                          else f"{spec.elem_offset} is not a variable declared in "
+                                               "this block with T.int32()"))
+            spec = BufferSpec(spec.shape, spec.dtype, spec.strides, spec.scope, None, spec.offset_factor)
+        elif isinstance(spec.elem_offset, E.Var) and self.bound_vars.get(id(spec.elem_offset)) not in (
                 "loop variable", "block iterator", "parameter"):
             raise self.error(call, f"T.match_buffer {buffer.name}: elem_offset={spec.elem_offset} would "
                                    "bind a variable to where the region starts, and mlc_lab buffers have "

@@ -194,6 +194,13 @@ class ExprParser:
 
     def eval_Attribute(self, node: ast.Attribute):
         owner = self.eval(node.value)
+        if isinstance(owner, Buffer) and node.attr == "elem_offset" and \
+                id(owner) in getattr(self, "view_layouts", {}):
+            offset = self.view_layouts[id(owner)][1]   # a matched region: where it starts
+            if offset is None:
+                raise self.error(node, f"{owner.name}.elem_offset: this parser cannot work out where the "
+                                       "region it views starts")
+            return offset
         try:
             return safe_getattr(self, owner, node)
         except AttributeError:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -100,6 +101,8 @@ class StmtParser(ExprParser):
             for key, value in args[0].items():
                 if not isinstance(key, str):
                     raise self.error(node, f"T.func_attr keys must be strings, got {key!r}")
+                if isinstance(value, E.IntImm) and dt.is_bool(value.dtype):
+                    value = bool(value.value)   # T.bool(True) is the flag True, as the reference reads it
                 frame.attrs[key] = value
             return None
         if name in ("where", "reads", "writes", "block_attr"):
@@ -229,16 +232,32 @@ class StmtParser(ExprParser):
         return S.BufferStore(buffer, self.store_value(buffer, load.dtype, value, value_node), load.indices)
 
     def store_value(self, buffer: Buffer, dtype: str, value, node) -> E.PrimExpr:
+        """The value a store writes, converted to the element type of ``buffer`` (``dtype``, with
+        the lanes of a vector store) as the reference compiler's script parser converts it: an
+        explicit cast (a constant is converted in place). Storing a float into an integer buffer
+        warns, as there; values whose lanes differ, and handles, are refused."""
         if isinstance(value, (bool, int, float)):
-            scalar = E.const(value, buffer.dtype)
+            if isinstance(value, float) and not dt.is_float(buffer.dtype) and not value.is_integer():
+                warnings.warn(f"storing the float {value} into {buffer.name}, a {buffer.dtype} buffer, "
+                              "truncates it", stacklevel=2)
+            scalar = store_cast(E.const(value), dt.element_of(dtype))
             return scalar if dt.lanes(dtype) == 1 else E.Broadcast(scalar, dt.lanes(dtype))
         if not isinstance(value, E.PrimExpr):
             raise self.error(node, f"cannot store {kind_of(value)} into buffer {buffer.name}")
-        if value.dtype != dtype:
+        if value.dtype == dtype:
+            return value
+        if dt.lanes(value.dtype) != dt.lanes(dtype):
             raise self.error(node, f"cannot store a value of dtype {value.dtype} into {buffer.name}, a "
-                                   f"{buffer.dtype} buffer; convert it with T.{buffer.dtype}(...) or "
-                                   f'T.Cast("{buffer.dtype}", ...)')
-        return value
+                                   f"{buffer.dtype} buffer, at {dt.lanes(dtype)} lane(s): the value has "
+                                   f"{dt.lanes(value.dtype)}; give it as many lanes as the indices "
+                                   "(e.g. T.Broadcast(x, n))")
+        if "handle" in (value.dtype, buffer.dtype):
+            raise self.error(node, f"cannot store a value of dtype {value.dtype} into {buffer.name}, a "
+                                   f"{buffer.dtype} buffer: a handle converts to nothing else")
+        if dt.is_float(value.dtype) and not dt.is_float(buffer.dtype):
+            warnings.warn(f"storing a {value.dtype} value into {buffer.name}, a {buffer.dtype} buffer, "
+                          "converts it and may lose precision", stacklevel=2)
+        return store_cast(value, dtype)
 
     def stmt_If(self, node: ast.If, frame, rest):
         cond = self.eval(node.test)
@@ -330,6 +349,23 @@ class StmtParser(ExprParser):
             return spec(*args, **kwargs)
         except TypeError as exc:
             raise self.error(node, str(exc).replace("spec()", f"T.{what}()")) from None
+
+
+def store_cast(value: E.PrimExpr, dtype: str) -> E.PrimExpr:
+    """``value`` converted to ``dtype`` (same lanes) as the reference compiler's cast builds it:
+    a constant (or the constant a broadcast repeats) becomes a constant of the new type, an
+    integer ramp stays a ramp of converted base and stride, anything else is a Cast."""
+    element = dt.element_of(dtype)
+    if isinstance(value, (E.IntImm, E.FloatImm)) and dt.lanes(dtype) == 1:
+        number = value.value
+        if not dt.is_float(element):
+            number = int(number)   # as C truncates a float into an integer
+        return E.const(bool(number) if dt.is_bool(element) else number, element)
+    if isinstance(value, E.Broadcast):
+        return E.Broadcast(store_cast(value.value, element), value.lanes)
+    if isinstance(value, E.Ramp) and dt.is_int(element) and not dt.is_bool(element):
+        return E.Ramp(store_cast(value.base, element), store_cast(value.stride, element), value.lanes)
+    return E.Cast(dtype, value)
 
 
 def statement_hint(name: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...arith import simplify
 from .. import expr as E
 from .. import stmt as S
-from ..buffer import Buffer
+from ..buffer import Buffer, physical_groups
 from ..function import PrimFunc
 from ..functor import StmtExprMutator
 from .prim_func_pass import prim_func_pass
@@ -53,10 +53,20 @@ class _Flatten(StmtExprMutator):
 
     def flat(self, buffer: Buffer) -> Buffer:
         if id(buffer) not in self.flat_of:
+            physical_groups(buffer)   # separators that leave a physical dimension empty: refused
+            if buffer.axis_separators and buffer.strides:
+                raise NotImplementedError(
+                    f"flatten_buffer: buffer {buffer.name} has both strides and axis_separators="
+                    f"{list(buffer.axis_separators)}; its physical dimensions would not be one "
+                    "row-major block of memory, which the backends need (drop one of the two)")
+            # Axis separators cut the buffer into physical dimensions, each the row-major
+            # flattening of its group of axes; stored in one block of memory, as the backends
+            # store every buffer, that multi-dimensional array is the row-major offset below.
             if buffer.ndim == 1 and not buffer.strides:
                 self.flat_of[id(buffer)] = buffer
             else:
-                self.flat_of[id(buffer)] = buffer.replace(shape=(flat_shape(buffer),), strides=())
+                self.flat_of[id(buffer)] = buffer.replace(shape=(flat_shape(buffer),), strides=(),
+                                                          axis_separators=())
             self.strides[id(buffer)] = row_major_strides(buffer)
         return self.flat_of[id(buffer)]
 
