@@ -453,4 +453,19 @@ def test_tensor_core_builtins_parse_print_and_schedule_but_do_not_build():
 
 
 def test_a_buffer_starts_at_the_first_element_of_its_storage():
-    assert fragments.params[0].elem_offset.value == 0
+    """``A.elem_offset`` stays ``A.elem_offset`` in the IR (so that it follows A when a view takes
+    its place) and is 0 for a parameter on every target."""
+    assert str(fragments.params[0].elem_offset) == f"{fragments.params[0].name}.elem_offset"
+
+    @T.prim_func
+    def offsets(A: T.Buffer((4, 8), "int32")):
+        for i, j in T.grid(4, 8):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                A[vi, vj] = A.elem_offset + vi
+
+    assert "A[vi, vj] = A.elem_offset + vi" in offsets.script()
+    for target in ("llvm", "python"):
+        out = mlc_lab.nd.array(np.zeros((4, 8), "int32"))
+        mlc_lab.build(offsets, target=target)(out)
+        assert out.numpy()[:, 3].tolist() == [0, 1, 2, 3]

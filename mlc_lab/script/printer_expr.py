@@ -6,7 +6,7 @@ import math
 
 from ..tir import dtype as dt
 from ..tir import expr as E
-from ..tir.buffer import BUFFER_DATA
+from ..tir.buffer import BUFFER_DATA, BUFFER_ELEM_OFFSET
 from .tir import OPAQUE_BUILTINS
 
 MARK_OPEN, MARK_CLOSE = "\x01", "\x02"
@@ -92,8 +92,9 @@ class ExprPrinter:
             return f"T.Cast({json.dumps(e.dtype)}, {self.expr(e.value)})", P_ATOM
         if isinstance(e, E.BufferLoad):
             return f"{self.name_of(e.buffer)}[{self.indices(e.indices)}]", P_ATOM
-        if isinstance(e, E.Call) and e.op == BUFFER_DATA:
-            return f"{self.name_of(e.args[0].buffer)}.data", P_ATOM
+        if isinstance(e, E.Call) and e.op in (BUFFER_DATA, BUFFER_ELEM_OFFSET):
+            field = "data" if e.op == BUFFER_DATA else "elem_offset"
+            return f"{self.name_of(e.args[0].buffer)}.{field}", P_ATOM
         if isinstance(e, E.Call) and e.op == "call_extern" and _builtin_name(e) == "type_annotation" \
                 and len(e.args) == 1:
             return f"T.type_annotation({json.dumps(e.dtype)})", P_ATOM

@@ -6,7 +6,7 @@ from ..arith.simplify import Linear, from_linear, linear_form
 from ..arith.bound import int_bound
 from . import expr as E
 from . import stmt as S
-from .buffer import BUFFER_DATA, Buffer
+from .buffer import BUFFER_DATA, BUFFER_ELEM_OFFSET, Buffer
 from .intervals import narrowed_by_guards
 from .stmt_functor import substitute, uses_var
 
@@ -73,6 +73,8 @@ class _AccessCollector:
                     target.append((buffer, [(None, None)] * buffer.ndim))
             for arg in node.args[3:5]:
                 self.visit(arg, inner, guards)
+        elif isinstance(node, E.Call) and node.op == BUFFER_ELEM_OFFSET:
+            return   # where a buffer starts: no element of it is accessed
         elif isinstance(node, E.Call) and node.op == BUFFER_DATA:
             # A.data hands all of A's storage to the callee, to read and write as it likes.
             buffer = node.args[0].buffer

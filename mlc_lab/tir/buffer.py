@@ -38,6 +38,7 @@ def storage_rank(scope: str) -> str:
 
 
 BUFFER_DATA = "buffer_data"   # the op of ``Buffer.data``
+BUFFER_ELEM_OFFSET = "buffer_elem_offset"   # the op of ``Buffer.elem_offset``
 
 
 @node
@@ -82,10 +83,15 @@ class Buffer(Node):
 
     @property
     def elem_offset(self):
-        """``A.elem_offset``: where the buffer starts in its storage, in elements; always 0 here
-        (an mlc_lab buffer owns its storage from the first element; views are match_buffers of
-        regions, whose offset is their region's start)."""
-        return const(0, self.shape[0].dtype if self.shape else "int32")
+        """``A.elem_offset``: where the buffer starts in its storage, in elements. An mlc_lab
+        buffer owns its storage from the first element, so this is 0 for a parameter or an
+        allocation; for a view (a match_buffer of a region) it is where the region starts. In
+        the IR it is ``Call(index dtype, "buffer_elem_offset", (A[0, ..., 0],))``: the offset of
+        A's first element, so that it follows A when a schedule step puts a view in A's place
+        (tensorize instantiates a tensor intrinsic's implementation so), and lowering makes it
+        the flattened index of that element."""
+        dtype = self.shape[0].dtype if self.shape else "int32"
+        return Call(dtype, BUFFER_ELEM_OFFSET, (BufferLoad(self, tuple(const(0, d.dtype) for d in self.shape)),))
 
     def access_ptr(self, access_mask="rw", ptr_type: str = "handle", content_lanes: int = 1,
                    offset=0, extent=None) -> Call:

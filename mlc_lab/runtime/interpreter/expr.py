@@ -294,6 +294,8 @@ class Evaluator:
             return self._select(*e.args, e.dtype, mask)
         if op == "call_extern":
             return self._call_extern(e, mask)
+        if op == "buffer_elem_offset":   # A.elem_offset: where A's first element lies in storage
+            return _cast(self.load_position(e.args[0], mask), e.dtype)
         if op not in _INTRINSICS:
             raise NotImplementedError(f"the interpreter does not know the intrinsic {e.op!r}; it "
                                       f"knows {', '.join(sorted(_INTRINSICS))}, if_then_else")

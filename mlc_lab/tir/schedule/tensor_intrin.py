@@ -9,7 +9,7 @@ from typing import ClassVar
 from ...arith import simplify
 from .. import expr as E
 from .. import stmt as S
-from ..buffer import Buffer
+from ..buffer import BUFFER_ELEM_OFFSET, Buffer
 from ..function import PrimFunc
 from ..functor import StmtExprMutator
 from . import errors
@@ -290,7 +290,37 @@ def instantiate(intrin: TensorIntrin, regions: list, taken_names: set) -> tuple:
     fresh = {id(p): p.replace() for p in params}
     match_buffers = tuple(S.MatchBufferRegion(fresh[id(p)], region) for p, region in zip(params, regions))
     body = _Freshen(fresh, set(taken_names)).visit(_root_body(intrin.impl))
-    return body, match_buffers
+    starts = {id(m.buffer): _region_start(m.source) for m in match_buffers}
+    return _ElemOffsets(starts).visit(body), match_buffers
+
+
+def _region_start(region: S.BufferRegion) -> E.PrimExpr:
+    """Where ``region`` starts in its buffer's storage, in elements (row-major, or the strides)."""
+    buffer = region.buffer
+    strides = list(buffer.strides)
+    if not strides:
+        step = E.const(1, region.region[-1].min.dtype) if region.region else E.const(0)
+        for dim in reversed(buffer.shape):
+            strides.insert(0, step)
+            step = step * dim
+    total = E.const(0, strides[0].dtype if strides else "int32")
+    for rng, stride in zip(region.region, strides):
+        total = total + rng.min * stride
+    return simplify(total)
+
+
+class _ElemOffsets(StmtExprMutator):
+    """An implementation's ``X.elem_offset`` made the start of the region X now views."""
+
+    def __init__(self, starts: dict):
+        super().__init__()
+        self.starts = starts
+
+    def visit_Call(self, call):
+        if call.op == BUFFER_ELEM_OFFSET and id(call.args[0].buffer) in self.starts:
+            start = self.starts[id(call.args[0].buffer)]
+            return start if start.dtype == call.dtype else E.Cast(call.dtype, start)
+        return self.generic_visit(call)
 
 
 def merged_annotations(annotations: tuple, intrin: TensorIntrin) -> tuple:

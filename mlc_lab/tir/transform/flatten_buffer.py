@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...arith import simplify
 from .. import expr as E
 from .. import stmt as S
-from ..buffer import Buffer, physical_groups
+from ..buffer import BUFFER_ELEM_OFFSET, Buffer, physical_groups
 from ..function import PrimFunc
 from ..functor import StmtExprMutator
 from .prim_func_pass import prim_func_pass
@@ -83,6 +83,14 @@ class _Flatten(StmtExprMutator):
     def visit_BufferLoad(self, load):
         buffer = self.flat(load.buffer)
         return E.BufferLoad(buffer, self.offset(load.buffer, load.indices))
+
+    def visit_Call(self, call):
+        if call.op == BUFFER_ELEM_OFFSET:   # A.elem_offset: the flat index of A's first element
+            load = call.args[0]            # (a view lowered to its source starts where it lies)
+            self.flat(load.buffer)
+            (flat,) = self.offset(load.buffer, load.indices)
+            return E.Cast(call.dtype, flat) if flat.dtype != call.dtype else flat
+        return self.generic_visit(call)
 
     def visit_BufferStore(self, store):
         buffer = self.flat(store.buffer)
