@@ -15,7 +15,7 @@ from mlc_lab.tir.schedule.analysis import (AutoTensorizeMappingInfo, TensorizeIn
                                            suggest_index_map)
 from mlc_lab.tir.tensor_intrin.dot_product_common import make_dot_product
 
-from schedule_checks import assert_same_numerics
+from schedule_checks import assert_same_numerics, assert_schedule_ok
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -338,3 +338,27 @@ def test_for_accepts_min_val_and_function_module_offers_tensor_intrin():
         For(i, 0, 4, "serial", Evaluate(0), min_val=0)
     from mlc_lab.tir.function import TensorIntrin
     assert TensorIntrin is tir.TensorIntrin
+
+
+def test_tile_with_tensor_intrin_makes_the_loops_a_tensorize_takes():
+    from mlc_lab.tir.schedule.transform import tile_with_tensor_intrin
+    from mlc_lab.tir.tensor_intrin.x86 import VNNI_DOT_16x4_INTRIN
+
+    @T.prim_func
+    def dense(A: T.Buffer((8, 64), "uint8"), B: T.Buffer((32, 64), "int8"),
+              C: T.Buffer((8, 32), "int32")):
+        for i, j, k in T.grid(8, 32, 64):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = 0
+                C[vi, vj] = C[vi, vj] + T.Cast("int32", A[vi, vk]) * T.Cast("int32", B[vj, vk])
+
+    sch = tir.Schedule(dense)
+    block = sch.get_block("C")
+    loop = tile_with_tensor_intrin(sch, block, VNNI_DOT_16x4_INTRIN)
+    assert [int(sch.get(lp).extent) for lp in sch.get_loops(block)] == [8, 2, 16, 16, 4]
+    assert sch.get(loop).same_as(sch.get(sch.get_loops(block)[3]))
+    assert_schedule_ok(sch, dense)
+    sch.tensorize(loop, VNNI_DOT_16x4_INTRIN)
+    assert "vpdpbusd" in sch.mod["main"].script()

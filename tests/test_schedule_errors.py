@@ -16,7 +16,9 @@ from corpus import matmul_symbolic, mm_relu
 
 FAMILIES = (errors.FactorError, errors.NotAdjacentError, errors.LoopsNotChainError,
             errors.WrongLoopKindError, errors.ComputeAtError, errors.InlineError, errors.CacheError,
-            errors.LayoutError, errors.RFactorError, errors.BlockizeError, errors.ReindexError)
+            errors.LayoutError, errors.RFactorError, errors.BlockizeError, errors.ReindexError,
+            errors.BufferAttrError, errors.MergeError, errors.RollingBufferError,
+            errors.DecomposePaddingError, errors.PadEinsumError, errors.ReadWriteAtError)
 RULES = [cls for cls in vars(errors).values() if inspect.isclass(cls)
          and issubclass(cls, errors.ScheduleError) and cls not in FAMILIES + (errors.ScheduleError,)]
 

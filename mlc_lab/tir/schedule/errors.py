@@ -728,5 +728,120 @@ class UnitLoopAboveRootError(ScheduleError):
     """add_unit_loop: the root block has no parent to hold a loop above it."""
 
 
+# -- decompose_padding --------------------------------------------------------------------------
+
+class DecomposePaddingError(ScheduleError):
+    """decompose_padding cannot split the padding block into a constant fill and an in-bound
+    copy."""
+
+
+class PaddingPatternError(DecomposePaddingError):
+    """decompose_padding: the block's body is not one store of
+    ``T.if_then_else(condition, value, constant)``."""
+
+
+class PaddingConditionError(DecomposePaddingError):
+    """decompose_padding: the padding condition is not a conjunction of constant bounds on the
+    block's iterators."""
+
+
+class PaddingTrivialError(DecomposePaddingError):
+    """decompose_padding: the padding condition holds for every iteration (nothing to pad)."""
+
+
+class PaddingEmptyError(DecomposePaddingError):
+    """decompose_padding: the padding condition holds for no iteration (no in-bound part)."""
+
+
+class PaddingStoreIndicesError(DecomposePaddingError):
+    """decompose_padding: the block is not complete (spatial iterators only) or does not store
+    at each of its iterators exactly once."""
+
+
+class PaddingLoopNotAncestorError(DecomposePaddingError, LoopNotAncestorError):
+    """decompose_padding: the loop is not an ancestor of the block."""
+
+
+class PaddingNotSingleWriterError(DecomposePaddingError):
+    """decompose_padding: another block of the scope writes the padded buffer."""
+
+
+class PaddingObservedError(DecomposePaddingError):
+    """decompose_padding: another block under the loop accesses the padded buffer, so it could see
+    the constant fill before the in-bound values are written back."""
+
+
+# -- pad_einsum ---------------------------------------------------------------------------------
+
+class PadEinsumError(ScheduleError):
+    """pad_einsum cannot pad the block's iteration space."""
+
+
+class PadEinsumFactorError(PadEinsumError):
+    """pad_einsum: the padding list does not give one positive int per block iterator."""
+
+
+class PadEinsumNotEinsumError(PadEinsumError):
+    """pad_einsum: the block is not an einsum: one store, every buffer accessed at plain
+    iterators (each dimension of a buffer always by the same iterator), no predicate, no inner
+    blocks."""
+
+
+class PadEinsumLoopsError(PadEinsumError):
+    """pad_einsum: the block's loops are not one chain of loops, each from 0 over the whole
+    domain of one iterator."""
+
+
+class PadEinsumReductionError(PadEinsumError):
+    """pad_einsum: a padded reduction iterator would add terms the update cannot be shown to
+    ignore (the update must be ``out + product`` with a factor read from a buffer padded with
+    zeros along that iterator)."""
+
+
+class PadEinsumOutputReadError(PadEinsumError):
+    """pad_einsum: the block reads its output without initialising it (the padded copy starts
+    uninitialised)."""
+
+
+class PadEinsumNothingError(PadEinsumError):
+    """pad_einsum: no iterator's extent changes with the given padding."""
+
+
+# -- read_at / write_at -------------------------------------------------------------------------
+
+class ReadWriteAtError(ScheduleError):
+    """read_at/write_at cannot stage the buffer through a copy at the loop."""
+
+
+class ReadWriteAtLoopNotAncestorError(ReadWriteAtError, LoopNotAncestorError):
+    """read_at/write_at: the loop is not an ancestor of the block."""
+
+
+class ReadWriteAtRegionError(ReadWriteAtError):
+    """read_at/write_at: the region the block touches per iteration of the loop has no constant
+    extent or may leave the buffer."""
+
+
+class ReadAtWrittenUnderLoopError(ReadWriteAtError):
+    """read_at: a block under the loop writes the buffer, so a copy made at the loop's start
+    could be stale."""
+
+
+class WriteAtOtherAccessError(ReadWriteAtError):
+    """write_at: another block of the scope accesses the buffer, so it could see values before
+    they are copied back."""
+
+
+class WriteAtReadWithoutInitError(ReadWriteAtError):
+    """write_at: the block reads the buffer without initialising it (the staging copy starts
+    uninitialised)."""
+
+
+class WriteAtCoverageError(ReadWriteAtError):
+    """write_at: the copied-back region is not shown to be exactly what the block writes under the
+    loop (each dimension ``outer * c + dense inner loops``), so stale elements could be copied
+    back last."""
+
+
 __all__ = sorted(name for name, value in dict(globals()).items()
                  if isinstance(value, type) and issubclass(value, ScheduleError))

@@ -12,6 +12,7 @@ from ..functor import StmtExprMutator, StmtExprVisitor
 from ..intervals import relax
 from ..stmt_functor import free_vars, substitute, uses_var
 from .prim_func_pass import is_const, loop_range, prim_func_pass
+from .storage_align import aligned_strides, dim_align_requests
 
 
 @prim_func_pass
@@ -25,8 +26,11 @@ def plan_and_compact_allocations(func: PrimFunc) -> PrimFunc:
     uses = _UseCollector(owners.buffers)
     uses.visit(func.body)
     plans = {}
+    aligns = dim_align_requests(func.body)   # sch.storage_align: padded strides
     for key, (buffer, owner) in owners.buffers.items():
         plan = _plan(buffer, owner, uses.uses.get(key, []), uses.carried.get(key, set()))
+        if key in aligns and not buffer.strides:
+            plan = _aligned(plan, buffer, owner, aligns[key])
         if plan is not None:
             plans[key] = plan
     return func.replace(body=_Rewrite(plans).visit(func.body)) if plans else func
@@ -91,8 +95,10 @@ class _UseCollector(StmtExprVisitor):
         self.guards.append(substitute(realize.predicate, saved))
         for region in block.reads + block.writes:   # declared at the block's place, outside it
             self.record(region.buffer, _region_box(region))
+        # an opaque iterator (e.g. a rolling buffer's axis) may read what earlier iterations of
+        # its loops stored, as a reduction does: the buffer must persist across them too
         reduce_vars = {id(v) for v in free_vars([v for iv, v in zip(block.iter_vars, values)
-                                                  if iv.iter_type == "reduce"])}
+                                                  if iv.iter_type in ("reduce", "opaque")])}
         for region in block.writes:
             if id(region.buffer) in self.targets and reduce_vars:
                 self.carried.setdefault(id(region.buffer), set()).update(reduce_vars)
@@ -168,6 +174,20 @@ def _plan(buffer: Buffer, owner: S.Block, uses: list, carried: set):
             offsets.append(interval[0])
     new = buffer.replace(shape=tuple(shape))
     return _Plan(buffer, new, offsets, owner, place)
+
+
+def _aligned(plan, buffer: Buffer, owner: S.Block, aligns: dict):
+    """``plan`` with its (compacted) buffer given the strides storage_align asks for; a buffer
+    left where it is gets them too, allocated at its block as lower_blocks would."""
+    if plan is None:
+        zeros = [E.const(0, d.dtype) for d in buffer.shape]
+        plan = _Plan(buffer, buffer, zeros, owner, owner)
+    if plan.new is not None:
+        # The backends keep every buffer in one block of memory, where axis separators address
+        # as row-major does: the aligned strides alone give the layout.
+        plan.new = plan.new.replace(strides=aligned_strides(plan.new.shape, aligns),
+                                    axis_separators=())
+    return plan
 
 
 def _lift(common: list, carried: set) -> list:
