@@ -522,3 +522,25 @@ def test_cache_read_straight_into_a_block_holds_only_its_tile():
     assert "B[vi, vj] = A_local[vi - i * 16, vj - j * 16] + T.float32(1)" in text
     assert [int(sch.get(lp).extent) for lp in sch.get_loops(copy)] == [16, 16]   # inside the block
     assert_schedule_ok(sch, tile_scope)
+
+
+def test_set_scope_moves_the_views_of_the_buffer_too():
+    @T.prim_func
+    def through_views(A: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32")):
+        B = T.alloc_buffer((8, 8))
+        for i, j in T.grid(8, 8):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B_elem = T.match_buffer(B[vi, vj], ())
+                B_elem[()] = A[vi, vj] * T.float32(2)
+        for i, j in T.grid(8, 8):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B_elem = T.match_buffer(B[vi, vj], ())
+                C[vi, vj] = B_elem[()] + T.float32(1)
+
+    sch = tir.Schedule(through_views)
+    sch.set_scope(sch.get_block("B"), 0, "shared")
+    text = sch.mod["main"].script()
+    assert text.count('scope="shared"') == 3   # the buffer and both views
+    assert_schedule_ok(sch, through_views)

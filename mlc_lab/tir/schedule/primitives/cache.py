@@ -255,7 +255,13 @@ class CachePrimitives:
                 func, [realize.block])
         if buffer.scope == storage_scope:
             return None
-        new_body = _BufferSwap(buffer, buffer.replace(scope=storage_scope)).visit(func.body)
+        # Views of the buffer (match_buffers of its regions) live in the same storage.
+        views = []
+        post_order_visit(func.body, lambda n: views.append(n.buffer) if isinstance(
+            n, S.MatchBufferRegion) and n.source.buffer is buffer else None)
+        new_body = func.body
+        for old in [buffer] + views:
+            new_body = _BufferSwap(old, old.replace(scope=storage_scope)).visit(new_body)
         self._update(func_name, func.replace(body=new_body), primitive)
         return None
 
