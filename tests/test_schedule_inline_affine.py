@@ -38,7 +38,7 @@ def test_reverse_compute_inline_shifted_load_guards_the_first_element():
         for i in range(9):
             with T.block("B"):
                 vi = T.axis.spatial(9, i)
-                if vi - 1 >= 0:
+                if vi >= 1:
                     C[vi - 1] = A[vi]
 
     reverse_inlines(shifted, expected=expected)

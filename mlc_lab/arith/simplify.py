@@ -177,14 +177,17 @@ class _Simplifier:
                 and _const_value(atom.b) > 0]
         for k1, a1, c1 in divs:
             for k2, a2, c2 in divs:
+                d1, d2 = _const_value(a1.b), _const_value(a2.b)
                 if k1 == k2 or c1 != -c2 or c1 <= 0 or type(a1) is not type(a2) \
-                        or _const_value(a1.b) != _const_value(a2.b):
+                        or (d1 != d2 and isinstance(a1, E.FloorMod)):
                     continue
-                n1, n2 = self.linear(a1.a), self.linear(a2.a)
+                # n // d is n * m // (d * m): bring both divisions to one denominator
+                d = d1 * d2 // math.gcd(d1, d2)
+                n1, n2 = self.linear(a1.a).scale(d // d1), self.linear(a2.a).scale(d // d2)
                 diff = n1.add(n2, -1)
                 if diff.terms or not n1.terms:
                     continue
-                d, low = _const_value(a1.b), n2 if diff.const >= 0 else n1
+                low = n2 if diff.const >= 0 else n1
                 g = d
                 for _, coef in low.terms.values():
                     g = math.gcd(g, coef)
@@ -251,6 +254,12 @@ class _Simplifier:
         lo, hi = self.bound(self.rebuild(rest, e.dtype))
         if lo is not None and hi is not None and lo // c == hi // c:
             return self.rebuild(quotient.add(Linear(const=lo // c)), e.dtype)
+        g = math.gcd(c, rest.const)   # (i * 8) // 16 is i // 2: divide out a common factor
+        for _, coef in rest.terms.values():
+            g = math.gcd(g, coef)
+        if g > 1:
+            rest = Linear({k: (at, coef // g) for k, (at, coef) in rest.terms.items()}, rest.const // g)
+            c, b = c // g, E.IntImm(e.dtype, c // g)
         if not quotient.terms and quotient.const == 0:
             return E.FloorDiv(self.rebuild(rest, e.dtype), b)
         return E.Add(self.rebuild(quotient, e.dtype), E.FloorDiv(self.rebuild(rest, e.dtype), b)) \
@@ -300,6 +309,11 @@ class _Simplifier:
             verdict = _decide(type(e), lo, hi)
             if verdict is not None:
                 return E.IntImm("bool", int(verdict))
+            k = _const_value(b)
+            lin = self.linear(a)
+            if isinstance(k, int) and isinstance(b, E.IntImm) and lin.terms and lin.const:
+                # i - 16 >= 0 reads i >= 16: the constant goes to the right
+                return type(e)(self.rebuild(Linear(lin.terms), a.dtype), E.IntImm(b.dtype, k - lin.const))
         return type(e)(a, b)
 
     visit_LT = visit_LE = visit_GT = visit_GE = visit_EQ = visit_NE = compare
