@@ -122,3 +122,45 @@ def test_random_schedules_keep_numerics_and_replay(name, data):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
     assert_structural_equal(replayed.mod, sch.mod)
+
+
+# The layout and buffer primitives, with the fuzzer's own argument draws (index maps that permute,
+# fuse or split iterators; alignment requests; widening dtypes; unit loops).
+LAYOUT_PRIMITIVES = ["reindex_cache_read", "reindex_cache_write", "transform_block_layout", "cache_index",
+                     "storage_align", "set_axis_separator", "unsafe_set_dtype", "add_unit_loop"]
+
+
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(name=st.sampled_from(sorted(PROGRAMS)), seed=st.integers(0, 2 ** 16),
+       ops=st.lists(st.sampled_from(LAYOUT_PRIMITIVES), min_size=1, max_size=3))
+def test_random_layout_steps_keep_numerics_and_replay(name, seed, ops):
+    from mlc_lab.testing.fuzz import layout_steps
+    from mlc_lab.testing.fuzz.steps import Step
+    original = PROGRAMS[name]
+    sch = tir.Schedule(original)
+    rng = np.random.default_rng(seed)
+    for op in ops:
+        func = sch.mod["main"]
+        index = FuncIndex(func)
+        names = sorted(n for n in index.blocks if n != "root")
+        block = names[int(rng.integers(len(names)))]
+        fields = layout_steps.draw(op, func, index, names, block, rng)
+        if fields is None:
+            continue
+        before, trace_length = sch.mod, _transforms(sch)
+        try:
+            Step(block=block, **fields).apply(sch)   # looks its block and loops up by name
+        except tir.ScheduleError:
+            assert sch.mod is before
+            assert _transforms(sch) == trace_length
+    args = numerics.random_arguments(original)
+    expected = numerics.run(original, args)
+    for want, got in zip(expected, numerics.run(sch.mod["main"], args)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    replayed = tir.Trace.from_json(sch.trace.as_json()).apply_to_schedule(tir.Schedule(original))
+    assert_structural_equal(replayed.mod, sch.mod)
+
+
+def _transforms(sch) -> int:
+    """The number of traced instructions other than look-ups."""
+    return sum(1 for inst in sch.trace.insts if inst.kind not in ("get_block", "get_loops"))

@@ -5,8 +5,13 @@ checked against numpy.
 
 Each trial draws a program (matmul+relu, batched matmul, padded conv2d, pooling, softmax, an
 elementwise chain, transpose+broadcast, symbolic-length vector op and matmul, an int32 row sum, a
-reduction under T.where) with random sizes, then applies up to 8 random schedule steps. A step the
-schedule refuses with a ScheduleError is fine and skipped. Then it checks, in order, and reports
+reduction under T.where, a reshape read at split and shifted indices) with random sizes, then
+applies up to 8 random schedule steps: loop primitives, compute_at and inlining, caches, rfactor,
+blockize, and the layout and buffer primitives (reindex and its caches, cache_index,
+transform_layout with and without padding, transform_block_layout, merge, storage_align,
+set_axis_separator, a widening unsafe_set_dtype, add_unit_loop, rolling_buffer,
+decompose_padding, pad_einsum, read_at, write_at; see layout_steps.py). A step the schedule refuses with a ScheduleError is fine
+and skipped. Then it checks, in order, and reports
 the first property broken, by kind:
 
     crash         a primitive raised something other than a ScheduleError

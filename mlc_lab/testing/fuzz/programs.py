@@ -1,6 +1,7 @@
 """The programs the fuzzer schedules: small tensor programs of random sizes, each with a numpy
 reference. Every kind of loop nest the primitives must handle appears: reductions with an init,
-multi-block chains, padding through if_then_else, T.where, symbolic extents and int32 data."""
+multi-block chains, padding through if_then_else, T.where, symbolic extents, int32 data, and
+consumers that read a producer at split (``i // w, i % w``) or shifted (``i + s``) indices."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -267,5 +268,39 @@ def main(A: T.Buffer(({m}, {n}), "float32"), S: T.Buffer(({m},), "float32")):
                    lambda a, s: {1: a[:, :cut].sum(1)})
 
 
+def reshape_shift(rng) -> Program:
+    """An elementwise stage written as a (q, w) grid, read flat at ``i // w, i % w`` by the next
+    stage, whose own consumer reads it shifted by ``s``; between them a stage "E" independent of
+    both (a loop nest that merge may fuse with C's)."""
+    q, w = int(rng.integers(1, 7)), int(rng.integers(2, 5))
+    n = q * w
+    s = int(rng.integers(1, min(2, n - 1) + 1))
+    src = f'''
+@T.prim_func
+def main(A: T.Buffer(({n},), "float32"), D: T.Buffer(({n - s},), "float32"), E: T.Buffer(({n},), "float32")):
+    B = T.alloc_buffer(({q}, {w}), "float32")
+    C = T.alloc_buffer(({n},), "float32")
+    for i, j in T.grid({q}, {w}):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi * {w} + vj] * T.float32(2)
+    for i in range({n}):
+        with T.block("C"):
+            vi = T.axis.spatial({n}, i)
+            C[vi] = B[vi // {w}, vi % {w}] + T.float32(1)
+    for i in range({n}):
+        with T.block("E"):
+            vi = T.axis.spatial({n}, i)
+            E[vi] = A[vi] - T.float32(1)
+    for i in range({n - s}):
+        with T.block("D"):
+            vi = T.axis.spatial({n - s}, i)
+            D[vi] = T.max(C[vi + {s}], T.float32(0))
+'''
+    return Program("reshape_shift", src, lambda g: [_f32(g, n), _nan(n - s), _nan(n)],
+                   lambda a, d, e: {1: np.maximum(a[s:] * 2 + 1, 0), 2: a - 1})
+
+
 GENERATORS = [matmul_relu, batch_matmul, conv2d_padded, max_pool, softmax, elementwise_chain,
-              transpose_add, symbolic_vector, symbolic_matmul, int_row_sum, where_reduction]
+              transpose_add, symbolic_vector, symbolic_matmul, int_row_sum, where_reduction,
+              reshape_shift]

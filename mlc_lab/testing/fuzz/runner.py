@@ -70,8 +70,10 @@ def applicable(step: Step, sch) -> bool:
         for name in (step.block, step.other):
             if name is not None:
                 sch.get_block(name)
-        owner = step.other if step.op in ("compute_at", "reverse_compute_at") else step.block
-        return not step.loops or len(sch.get_loops(sch.get_block(owner))) > max(step.loops)
+        owners = {"compute_at": (step.other,), "reverse_compute_at": (step.other,),
+                  "merge": (step.block, step.other)}.get(step.op, (step.block,))
+        return not step.loops or all(len(sch.get_loops(sch.get_block(owner))) > max(step.loops)
+                                     for owner in owners)
     except ScheduleError:
         return False
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...tir.schedule.func_index import FuncIndex
-
-SCOPES = ("global", "local", "shared")
+from . import layout_steps
+from .layout_steps import SCOPES
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,10 @@ class Step:
             return f"sch.decompose_reduction({blk}, {loop(self.loops[0])})"
         if self.op == "rfactor":
             return f"sch.rfactor({loop(self.loops[0])}, factor_axis={a['axis']})"
-        if self.op == "transform_layout":
-            return f'sch.transform_layout({blk}, ("write", 0), "{a["map"]}")'
+        other = f'sch.get_block("{self.other}")' if self.other else None
+        text = layout_steps.code(self.op, blk, self.loops, loop, a, other)
+        if text is not None:
+            return text
         if self.op == "annotate_unroll":
             return (f'sch.annotate({blk}, "pragma_auto_unroll_max_step", sch.sample_categorical('
                     f"[0, 16, 64], [0.3, 0.3, 0.4], decision={a['decision']}))")
@@ -122,22 +124,12 @@ def random_step(sch, rng) -> Step | None:
                                     "scope": SCOPES[int(rng.integers(3))]})
     if op in ("cache_write", "set_scope") and realize.block.writes:
         return Step(op, block, (), {"index": 0, "scope": SCOPES[int(rng.integers(3))]})
-    if op == "transform_layout" and realize.block.writes:
-        buffer = realize.block.writes[0].buffer
-        ndim = len(buffer.shape)
-        # A parameter's new layout changes what callers pass: only intermediates are fair game.
-        if ndim >= 2 and not any(buffer is p for p in _parameter_buffers(func)):
-            names_ = ", ".join(f"x{d}" for d in range(ndim))
-            swapped = [f"x{d}" for d in range(ndim)]
-            swapped[-1], swapped[-2] = swapped[-2], swapped[-1]
-            return Step(op, block, (), {"map": f"lambda {names_}: ({', '.join(swapped)})"})
+    if op in layout_steps.OPS or op == "transform_layout":
+        fields = layout_steps.draw(op, func, index, names, block, rng)
+        return Step(block=block, **fields) if fields else None
     if op == "annotate_unroll":
         return Step(op, block, (), {"decision": int(rng.integers(3))})
     return None
-
-
-def _parameter_buffers(func) -> list:
-    return list(func.params) + list(getattr(func, "buffer_map", {}).values())
 
 
 def _random_factorization(extent: int, parts: int, rng) -> list:
@@ -154,4 +146,5 @@ def _random_factorization(extent: int, parts: int, rng) -> list:
 OPS = ("split", "split", "tile", "fuse", "reorder", "reorder", "parallel", "vectorize", "unroll",
        "compute_at", "compute_at", "reverse_compute_at", "reverse_compute_at", "sampled_compute_at",
        "compute_inline", "reverse_compute_inline", "cache_read", "cache_write", "set_scope",
-       "decompose_reduction", "rfactor", "blockize", "transform_layout", "annotate_unroll")
+       "decompose_reduction", "rfactor", "blockize", "transform_layout", "annotate_unroll"
+       ) + layout_steps.OPS
