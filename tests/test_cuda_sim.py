@@ -181,6 +181,39 @@ def test_vector_accesses_are_one_request_and_warps_split_at_32_threads():
     assert run.counters.per_thread()["global reads"] == 4
 
 
+def test_vector_lanes_and_nested_vectorized_loops_each_keep_their_own_axis():
+    # A vector computed outside a vectorized loop is combined lane by lane with one computed
+    # inside it, and the loop's iterations stay apart from the vector lanes even when the two
+    # have the same length (4 and 4: lining them up on one axis gives wrong values silently).
+    A, B, C = buffers(32 * 4, 32 * 16, 32 * 4)
+    x, v = E.Var("x", "float32x4"), E.Var("v")
+    row = E.Ramp(TX * 4, E.const(1), 4)     # launch-invariant: cached once, used at two depths
+    inside = S.For(v, E.const(0), E.const(4), "vectorized",
+                   store(B, E.Ramp(TX * 16 + v * 4, E.const(1), 4),
+                         x + A[row] * E.Broadcast(E.Cast("float32", v), 4)))
+    body = S.SeqStmt((S.LetStmt(x, A[row], inside), store(C, row, A[row])))
+    a = np.random.default_rng(1).random(32 * 4, dtype="float32")
+    b, c = zeros(32 * 16, 32 * 4)
+    simulate(kernel(body, [A, B, C]), [a, b, c])
+    rows = a.reshape(32, 1, 4)
+    np.testing.assert_allclose(b.reshape(32, 4, 4), rows + rows * np.arange(4.0)[:, None])
+    np.testing.assert_array_equal(c, a)
+    # three vectorized loops around a 2-lane vector: D[t, i, j, k, l] = t + i + j + k + l
+    D, = buffers(32 * 2 * 3 * 2 * 2)
+    i, j, k = E.Var("i"), E.Var("j"), E.Var("k")
+    flat = (((TX * 2 + i) * 3 + j) * 2 + k) * 2
+    total = E.Broadcast(E.Cast("float32", TX + i + j + k), 2) + \
+        E.Cast("float32x2", E.Ramp(E.const(0), E.const(1), 2))
+    nest = S.For(i, E.const(0), E.const(2), "vectorized",
+                 S.For(j, E.const(0), E.const(3), "vectorized",
+                       S.For(k, E.const(0), E.const(2), "vectorized",
+                             store(D, E.Ramp(flat, E.const(1), 2), total))))
+    d, = zeros(32 * 24)
+    simulate(kernel(nest, [D]), [d])
+    grid = np.indices((32, 2, 3, 2, 2)).sum(axis=0)
+    np.testing.assert_array_equal(d, grid.reshape(-1))
+
+
 def test_out_of_bounds_names_buffer_index_thread_and_block():
     A, B = buffers(32 * 4, 32 * 4)
     body = store(B, BX * 32 + TX, A[BX * 32 + TX + 4])

@@ -4,7 +4,10 @@ import numpy as np
 import pytest
 
 import mlc_lab
+from mlc_lab import tir
+from mlc_lab.script import from_source
 from mlc_lab.testing import gpu_schedules as gs
+from mlc_lab.testing.fuzz.runner import gpu_bound
 
 RNG = np.random.default_rng(20261125)
 
@@ -57,3 +60,33 @@ def test_window_sum_at_sizes_the_threads_do_not_divide(n, threads, shared):
     arrays, expected = gs.arrays("window_sum", n, seed=n)
     mlc_lab.build(gs.window_sum(n, threads, shared).mod, target="cuda-sim")["main"](*arrays)
     np.testing.assert_allclose(arrays[-1], expected, rtol=1e-5)
+
+
+TRANSPOSE_ADD = '''
+@T.prim_func
+def main(A: T.Buffer(({m}, {n}), "float32"), b: T.Buffer(({m},), "float32"),
+         C: T.Buffer(({n}, {m}), "float32")):
+    for i, j in T.grid({n}, {m}):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vj, vi] * 2.0 + b[vj]
+'''
+
+
+@pytest.mark.parametrize("n, m, lanes", [(10, 4, 2), (16, 4, 4), (13, 4, 2), (8, 2, 4)])
+def test_two_nested_vectorized_loops_under_bound_threads(n, m, lanes):
+    # vectorize(j), then split i and vectorize its inner part: `for i_1 in T.vectorized(lanes):
+    # for j in T.vectorized(m)` under threadIdx.x. cuda-sim runs the inner loop as a vector (a
+    # Ramp) inside the outer loop's lanes; it must agree with llvm and the interpreter, which run
+    # the same schedule unbound (13: the split leaves a guarded tail; 4 x 4: both loops as long).
+    sch = tir.Schedule(from_source(TRANSPOSE_ADD.format(n=n, m=m)))
+    sch.vectorize(sch.get_loops(sch.get_block("C"))[1])
+    sch.split(sch.get_loops(sch.get_block("C"))[0], factors=[None, lanes])
+    sch.vectorize(sch.get_loops(sch.get_block("C"))[1])
+    bound = gpu_bound(sch.mod)
+    rng = np.random.default_rng(n * m)
+    a, b = rng.random((m, n), dtype="float32"), rng.random(m, dtype="float32")
+    for target, mod in (("cuda-sim", bound), ("llvm", sch.mod), ("python", sch.mod)):
+        c = np.full((n, m), np.nan, "float32")
+        mlc_lab.build(mod, target=target)["main"](a, b, c)
+        np.testing.assert_allclose(c, a.T * 2 + b, rtol=1e-6, err_msg=target)

@@ -8,8 +8,14 @@ Control flow uses a per-lane **mask** (``True``: every lane): an ``if`` on a thr
 both branches, each for the lanes whose condition holds; a loop whose bounds differ between
 threads runs as many iterations as the longest, each for the lanes still inside. Loads at
 masked-off lanes are neither bounds-checked nor counted. A barrier must be reached by all
-threads of a block or by none (``BarrierDivergenceError``). A ``T.vectorized`` loop becomes an
-array axis in front of the lane axis: its iterations are the lanes of one vector instruction.
+threads of a block or by none (``BarrierDivergenceError``).
+
+Axes of a value, from the right: the thread (lane) axis last, then the axis of vector lanes
+(``T.Ramp``; length 1 for a one-lane value), then one axis per enclosing ``T.vectorized`` loop,
+the innermost loop furthest left: ``A[T.Ramp(tx * 2 + i_1, 10, 4)]`` under ``for i_1 in
+T.vectorized(2)`` has the shape ``(2, 4, threads)``. Vector lanes keep that one axis at every
+loop depth, so a vector computed outside a vectorized loop lines up with one computed inside
+it, and the iterations of nested vectorized loops never share an axis.
 
 Indices go through ``position``: the launch-invariant part of an index (see ``prepare``) is a
 cached array whose minimum and maximum make the bounds check two comparisons, and whose
@@ -29,7 +35,7 @@ from .memory import LocalMemory, SharedMemory
 
 class LaneEvaluator(Evaluator):
     """The interpreter's expression evaluator with the simulator's memories and cached
-    launch-invariant expressions; vector lanes go on a leading axis."""
+    launch-invariant expressions; vector lanes go on the axis before the threads' (see above)."""
 
     def __init__(self, machine):
         super().__init__(machine.env, {}, None)
@@ -57,8 +63,9 @@ class LaneEvaluator(Evaluator):
         return self.machine.load(e, mask)
 
     def visit_ramp(self, e, mask):
+        # vector lanes on the axis just before the threads', whatever the loop depth (see above)
         base = np.asarray(self.eval(e.base, mask))
-        steps = np.arange(e.lanes).reshape((e.lanes,) + (1,) * max(base.ndim, 1))
+        steps = np.arange(e.lanes).reshape(e.lanes, 1)
         return _cast(base + self.eval(e.stride, mask) * steps, e.dtype)
 
     def visit_broadcast(self, e, mask):
@@ -222,7 +229,8 @@ class Machine:
         if np.ndim(start) == 0 and np.ndim(extent) == 0:
             values = np.arange(start, start + extent, dtype=dtype)
             if s.kind == "vectorized":
-                self.env[var] = values.reshape((values.size,) + (1,) * (self.vector_depth + 1))
+                # left of the vector-lane and thread axes and of the enclosing vectorized loops'
+                self.env[var] = values.reshape((values.size,) + (1,) * (self.vector_depth + 2))
                 self.vector_depth += 1
                 self.run(s.body, mask)
                 self.vector_depth -= 1
