@@ -526,3 +526,24 @@ def test_region_under_an_if_counts_only_the_branch_that_runs():
     reads, writes = mlc_lab.tir.analysis.block_access_regions(guarded.body.block.body[1].body.block)
     assert [(str(r.min), int(r.extent)) for r in reads[0].region] == [("vo * 4", 4)]
     assert [(str(r.min), int(r.extent)) for r in writes[0].region] == [("vo * 4", 4)]
+
+
+@T.prim_func
+def unit_row(X: T.Buffer((3, 6), "float32"), Y: T.Buffer((3, 1, 3), "float32")):
+    for c, y, r in T.grid(3, 1, 3):
+        with T.block("Y"):
+            vc, vy, vr = T.axis.remap("SSS", [c, y, r])
+            Y[vc, vy, vr] = X[vc, vy * 3 + vr] * T.float32(2)
+
+
+def test_blockize_folds_a_unit_iterator_replaced_by_zero():
+    # vy has one value, so the inner block uses 0 for it; its region and load must read
+    # X[vc, vr_i], not X[vc, 0 * 3 + vr_i], which printing and parsing would fold differently.
+    sch = tir.Schedule(unit_row)
+    sch.blockize(sch.get_loops(sch.get_block("Y"))[2])
+    text = sch.mod.script()
+    assert "0 * 3" not in text and "X[vc, vr_i]" in text
+    assert_structural_equal(from_source(text), sch.mod)
+    assert verify(sch.mod["main"])
+    assert_same_numerics(unit_row, sch.mod["main"])
+    assert_replays(sch, unit_row)

@@ -544,3 +544,30 @@ def test_set_scope_moves_the_views_of_the_buffer_too():
     text = sch.mod["main"].script()
     assert text.count('scope="shared"') == 3   # the buffer and both views
     assert_schedule_ok(sch, through_views)
+
+
+@T.prim_func
+def fused_masked(A: T.Buffer((6, 9), "float32"), S: T.Buffer((6,), "float32")):
+    B = T.alloc_buffer((6, 9))
+    for i, j in T.grid(6, 9):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.where(i * 9 + j < 50)
+            B[vi, vj] = A[vi, vj] + T.float32(1)
+        with T.block("S"):
+            vi, vj = T.axis.remap("SR", [i, j])
+            T.where(i * 9 + j < 50)
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + B[vi, vj]
+
+
+def test_cache_read_inside_shared_loops_keeps_the_consumers_t_where():
+    # The copy sits under loops i, j that it shares with the predicated producer and consumer;
+    # the guard is on those loops, so it cannot narrow the copied region: the copy must carry it,
+    # or it reads B where the producer never wrote (the interpreter stops on that read).
+    sch = tir.Schedule(fused_masked)
+    sch.cache_read("S", 0, "local")
+    stage = sch.mod["main"].script().split('T.block("B_local")')[1].split("T.block")[0]
+    assert "T.where(i * 9 + j < 50)" in stage
+    assert_schedule_ok(sch, fused_masked)

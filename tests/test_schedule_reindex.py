@@ -385,3 +385,50 @@ def test_reindex_cache_copies_keep_the_blocks_t_where():
     assert_runs_like(overhang, sch, outputs=[1])
     sch = tir.Schedule(overhang)
     unchanged_after(sch, lambda: sch.reindex("B", ("write", 0)), errors.PartialWriteError, "T.where")
+
+
+@T.prim_func
+def masked_rows(A: T.Buffer((3, 8), "float32"), S: T.Buffer((3,), "float32")):
+    B = T.alloc_buffer((3, 8))
+    for i, k in T.grid(3, 8):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SS", [i, k])
+            T.where(k < 5)
+            B[vi, vk] = A[vi, vk] * T.float32(2)
+    for i, k in T.grid(3, 8):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            T.where(k < 5)
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + B[vi, vk]
+
+
+def test_reindex_read_of_a_predicated_block_copies_only_what_it_reads():
+    # B holds values only where k < 5; a copy over the whole (3, 8) domain would read the rest,
+    # which nothing wrote (the interpreter behind the numerics check stops on such a read).
+    sch = tir.Schedule(masked_rows)
+    sch.reindex("S", ("read", 0))
+    stage = sch.mod["main"].script().split('T.block("B_reindex")')[1].split("T.block")[0]
+    assert "T.where(k < 5)" in stage
+    assert_schedule_ok(sch, masked_rows)
+    assert_runs_like(masked_rows, sch, outputs=[1])
+
+
+@T.prim_func
+def masked_by_other_loop(A: T.Buffer((3, 8), "float32"), B: T.Buffer((3,), "float32"),
+                         S: T.Buffer((3,), "float32")):
+    for i, k in T.grid(3, 8):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            T.where(k < 5)
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk] * B[vi]
+
+
+def test_reindex_read_refuses_a_predicate_on_a_loop_the_copy_does_not_run():
+    # B[vi] is indexed by vi alone, but the T.where is on k: the copy over i cannot keep it.
+    sch = tir.Schedule(masked_by_other_loop)
+    unchanged_after(sch, lambda: sch.reindex("S", ("read", 1)), errors.ReindexOutOfBoundsError,
+                    '"S"', "loop k")

@@ -13,8 +13,7 @@ from ...analysis import block_access_regions
 from ...stmt_functor import and_all, conjuncts, free_vars, substitute, uses_var
 from ..instruction import instruction
 from ..rv import BlockRV, LoopRV
-from .scope import (SimplifyingSubstitute, all_blocks_under, const_int, loop_ranges,
-                     substitute_and_simplify)
+from .scope import SimplifyingSubstitute, all_blocks_under, const_int, loop_ranges
 from .region import constant_on_right, satisfiable_over
 
 
@@ -189,7 +188,7 @@ def _blockize(loop: S.For, index, func, preserve_unit_iters: bool, primitive: st
     init = None
     if block.init is not None:
         reduce_ivs = [iv.var for iv in outer_ivs if iv.iter_type != "spatial"]
-        init = _outer_init(substitute_and_simplify(block.init, sub), inner, loops,
+        init = _outer_init(_folding_substitute(block.init, sub), inner, loops,
                            _unique_name(block.name_hint + "_init", taken), reduce_ivs,
                            func, primitive)
     body = inner
@@ -240,7 +239,7 @@ def _divide_block(realize, loops, all_loops, func, preserve_unit_iters: bool, pr
     inner_predicate, outer_predicate = _divide_predicate(
         realize, loops, all_loops, outer_ivs, outer_values, func, primitive)
     if keep_init:
-        subst = SimplifyingSubstitute(sub)
+        subst = _FoldingSubstitute(sub)
         inner_block = block.replace(iter_vars=tuple(inner_ivs), body=subst.visit(block.body),
                                     init=None if block.init is None else subst.visit(block.init),
                                     reads=subst.visit(block.reads), writes=subst.visit(block.writes),
@@ -344,7 +343,45 @@ def _onto_outer(inner, ivs, values, outer_ivs, outer_values, func, primitive: st
                 primitive, f'block "{inner.block.name_hint}" needs the outer iterator {iv.var.name} '
                 f"= {value}, which the first block's outer iterators do not have", func, [inner])
         sub[iv.var] = match.var
-    return substitute_and_simplify(inner, sub) if sub else inner
+    if not sub:
+        return inner
+    return _folding_substitute(inner, sub)
+
+
+class _FoldingSubstitute(SimplifyingSubstitute):
+    """SimplifyingSubstitute that also simplifies the buffer indices and region bounds that held
+    an iterator replaced by a constant: substituting 0 for a unit iterator leaves ``0 * 2 + vr_i``,
+    which the script parser folds, so the module would not survive printing and parsing. Other
+    indices are left as they are."""
+
+    def __init__(self, mapping: dict, var_ranges: dict | None = None):
+        super().__init__(mapping, var_ranges)
+        self.constants = [k for k, v in mapping.items() if isinstance(v, E.IntImm)]
+
+    def _folds(self, node) -> bool:
+        return bool(self.constants) and uses_var(node, self.constants)
+
+    def visit_BufferLoad(self, node):
+        new = self.generic_visit(node)
+        if new is node or not self._folds(node.indices):
+            return new
+        return new.replace(indices=tuple(simplify(i) for i in new.indices))
+
+    def visit_BufferStore(self, node):
+        new = self.generic_visit(node)
+        if new is node or not self._folds(node.indices):
+            return new
+        return new.replace(indices=tuple(simplify(i) for i in new.indices))
+
+    def visit_Range(self, node):
+        new = self.generic_visit(node)
+        if new is node or not self._folds(node):
+            return new
+        return S.Range(simplify(new.min), simplify(new.extent))
+
+
+def _folding_substitute(stmt, mapping: dict):
+    return _FoldingSubstitute(mapping).visit(stmt)
 
 
 def _divide(iv: S.IterVar, value, inner_vars: set, ranges: dict):
@@ -427,7 +464,7 @@ def _loop_plus_offset(value, loop_vars):
 def _substituted_block(block: S.Block, sub: dict, inner_ivs: list) -> S.Block:
     """The inner block: new iterators, the original body in terms of them, no init. Without its
     init the block reads what it accumulates into, so its writes join its reads."""
-    subst = SimplifyingSubstitute(sub)
+    subst = _FoldingSubstitute(sub)
     new = block.replace(iter_vars=tuple(inner_ivs), body=subst.visit(block.body), init=None,
                         reads=subst.visit(block.reads), writes=subst.visit(block.writes),
                         match_buffers=subst.visit(block.match_buffers))

@@ -29,10 +29,12 @@ class CachePrimitives:
         The copy block is named like the new buffer, gets its own loop nest over the whole buffer
         and is placed right before the loop nest of ``block`` in the enclosing block (when the
         buffer's producer shares that loop nest, just before ``block``'s part of it, copying the
-        region ``block`` reads). The new buffer is allocated in the enclosing block. Only ``block``
-        is redirected; other readers keep reading the original buffer. With ``consumer_blocks``,
-        exactly those blocks (and the blocks inside them) read the copy instead, ``block`` only
-        naming the buffer: the copy goes before the first of them and holds what they all read.
+        region ``block`` reads, under the part of its T.where on the shared loops, so the copy
+        runs only where ``block`` does). The new buffer is allocated in the enclosing block. Only
+        ``block`` is redirected; other readers keep reading the original buffer. With
+        ``consumer_blocks``, exactly those blocks (and the blocks inside them) read the copy
+        instead, ``block`` only naming the buffer: the copy goes before the first of them and
+        holds what they all read.
         A copy that lands straight in a block's body (a tile block's, not under one of its loops)
         holds only the tile the block reads, as the reference compiler allocates it: the cache
         has the tile's shape and is read at the index minus the tile's start.
@@ -297,6 +299,7 @@ def _cache_read(self, block, read_buffer_index: int, storage_scope: str, consume
         region = _consumed_region(site, consumers, buffer, index, scope, primitive, func)
     else:
         region = site.relaxed_region(realize, realize.block.reads[read_buffer_index])
+    guard = _fixed_guard(site, consumers)
     cache = _new_buffer(func, buffer, storage_scope)
     copy_name = unique_block_name(index, cache.name)
     swap = lambda stmt: swap_buffer(stmt, buffer, cache)  # noqa: E731
@@ -308,11 +311,12 @@ def _cache_read(self, block, read_buffer_index: int, storage_scope: str, consume
         if all(c is not None for c in shifted):
             cache, by_id = small, {id(c): new for c, new in zip(consumers, shifted)}
             swap = lambda stmt: by_id[id(stmt)]  # noqa: E731
-            copy = compact_copy(copy_name, buffer, cache, starts, extents, reading=True)
+            copy = _guarded(compact_copy(copy_name, buffer, cache, starts, extents, reading=True),
+                            guard)
         else:
             box = None
     if box is None:
-        copy = copy_stage(copy_name, buffer, cache, region, site.known())
+        copy = copy_stage(copy_name, buffer, cache, region, site.known(), guard)
     new_scope = site.insert(copy, swap(first), after=False, alloc=cache)
     others = {id(c): swap(c) for c in consumers[1:]}
     if others:
@@ -379,6 +383,41 @@ def _consumed_region(site, consumers, buffer, index, scope, primitive: str, func
         regions += [relax_region(read, loops, known, binding, (consumer.predicate,))
                     for read in consumer.block.reads if read.buffer is buffer]
     return union_regions(regions, site.known())
+
+
+def _fixed_guard(site, consumers):
+    """When the consumers read at all, as the copy at ``site`` sees it: the parts of each one's
+    T.where that use only variables fixed while the copy runs (the loops above the site, the
+    scope's iterators), or-ed over the consumers (constant true when one has none). Region
+    inference narrows by guards on the loops the copy runs over; a guard on a loop the copy sits
+    inside cannot narrow a region, it decides whether the consumer reads anything at all, so the
+    copy must carry it or it copies elements the consumer never reads (and nothing may have
+    written)."""
+    known = site.known()
+    fixed_ids = {id(v) for v in known}
+    guards = []
+    for consumer in consumers:
+        parts = [c for c in conjuncts(consumer.predicate)
+                 if free_vars(c) and all(id(v) in fixed_ids for v in free_vars(c))]
+        if not parts:
+            return E.const(True)
+        guards.append(and_all(parts))
+    out = guards[0]
+    for g in guards[1:]:
+        out = E.Or(out, g)
+    return out
+
+
+def _guarded(stmt, guard):
+    """``stmt`` (loops around one BlockRealize) with ``guard`` and-ed into the block's
+    predicate."""
+    if isinstance(guard, E.IntImm) and guard.value:
+        return stmt
+    if isinstance(stmt, S.For):
+        return stmt.replace(body=_guarded(stmt.body, guard))
+    predicate = stmt.predicate
+    new = guard if isinstance(predicate, E.IntImm) and predicate.value else E.And(predicate, guard)
+    return stmt.replace(predicate=new)
 
 
 # -- placing a new stage ---------------------------------------------------------------------------

@@ -30,9 +30,12 @@ class ReindexPrimitives:
         loops under its enclosing block, and loads/stores the buffer at one index pattern only,
         through plain loads and stores; the indices stay inside the buffer over the whole
         iterator domain (the copy runs over all of it). A reindexed read must not be written
-        by the block. A reindexed write must be stored on every iteration and every point of the
-        domain must be bound by the loops (no T.where), and the block may read the buffer only
-        as a reduction with a T.init.
+        by the block; when the block has a T.where (or its loops may not reach every point of
+        its domain), the copy of a read runs over the block's own loops, bindings and predicate
+        instead, so it copies only what the block reads (refused when the predicate uses a loop
+        that feeds none of the copy's iterators). A reindexed write must be stored on every
+        iteration and every point of the domain must be bound by the loops (no T.where), and the
+        block may read the buffer only as a reduction with a T.init.
 
         Parameters: block (BlockRV or name), buffer (tuple, str or Buffer).
         Returns: the copy block.

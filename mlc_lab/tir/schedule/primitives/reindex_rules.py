@@ -71,9 +71,14 @@ def apply_reindex(sch, block, kind: str, n: int) -> BlockRV:
     name = fresh_name(name, set(index.blocks))
     iter_vars = [S.IterVar(v, iv.dom, "spatial") for v, iv in zip(stage_vars, covered)]
     stage_block = copy_block(name, iter_vars, src, src_idx, dst, dst_idx)
-    loop_vars = [E.Var(f"ax{k}", iv.var.dtype) for k, iv in enumerate(covered)]
-    stage = wrap_loops(S.BlockRealize(tuple(loop_vars), E.const(True), stage_block),
-                       [(lv, iv.dom.min, iv.dom.extent) for lv, iv in zip(loop_vars, covered)])
+    if kind == "read" and (not is_true(realize.predicate) or _skipped_points(realize, loops)):
+        # The block reads only where its loops and T.where take it: the copy runs the same loops
+        # and bindings under the same predicate, so it reads nothing the block would not.
+        stage = _stage_over_block_loops(realize, loops, covered, stage_block, primitive, func)
+    else:
+        loop_vars = [E.Var(f"ax{k}", iv.var.dtype) for k, iv in enumerate(covered)]
+        stage = wrap_loops(S.BlockRealize(tuple(loop_vars), E.const(True), stage_block),
+                           [(lv, iv.dom.min, iv.dom.extent) for lv, iv in zip(loop_vars, covered)])
     new_realize = redirect_block(realize, target, new_buffer, [iv.var for iv in covered],
                                  stores=True)
     body = scope.block.body
@@ -83,6 +88,35 @@ def apply_reindex(sch, block, kind: str, n: int) -> BlockRV:
     new_scope = site.insert(stage, {id(realize): new_realize}, after=kind == "write", alloc=new_buffer)
     sch._replace(func_name, {id(scope): new_scope}, primitive)
     return BlockRV(name, func_name)
+
+
+def _stage_over_block_loops(realize, loops, covered, stage_block, primitive: str, func):
+    """The copy of a reindexed read run over copies of the block's loops that feed the
+    ``covered`` iterators, with the block's bindings of them and its T.where: it copies exactly
+    the elements the block reads. Refused when the predicate or a copied loop's bounds use a loop
+    that feeds no covered iterator (the copy would have to run it as well)."""
+    blk = realize.block
+    values = [v for iv, v in zip(blk.iter_vars, realize.iter_values)
+              if any(iv is c for c in covered)]
+    kept = [lp for lp in loops if uses_var(values, lp.loop_var)]
+    loop_map = {lp.loop_var: E.Var(lp.loop_var.name, lp.loop_var.dtype) for lp in kept}
+    kept_ids = {id(lp.loop_var) for lp in kept}
+    chain_ids = {id(lp.loop_var) for lp in loops}
+    needs = [(realize.predicate, f"T.where({realize.predicate})")] + [
+        (e, f"the bounds of loop {lp.loop_var.name}") for lp in kept for e in (lp.min, lp.extent)]
+    for expr, what in needs:
+        missing = [v for v in free_vars(expr) if id(v) in chain_ids and id(v) not in kept_ids]
+        if missing:
+            raise errors.ReindexOutOfBoundsError(
+                primitive, f'block "{blk.name_hint}" reads only where its loops and T.where take '
+                f"it, and {what} uses loop {missing[0].name}, which feeds none of the iterators "
+                "that index the copy; the copy could not keep to the elements the block reads",
+                func, [blk])
+    predicate = substitute(realize.predicate, loop_map)
+    realize_stage = S.BlockRealize(tuple(substitute(v, loop_map) for v in values), predicate,
+                                   stage_block)
+    return wrap_loops(realize_stage, [(loop_map[lp.loop_var], substitute(lp.min, loop_map),
+                                       substitute(lp.extent, loop_map)) for lp in kept])
 
 
 def _chain_entry(scope, realize, loops, primitive: str, func):
