@@ -8,7 +8,7 @@ import mlc_lab
 from mlc_lab import tir
 from mlc_lab.script import tir as T
 from mlc_lab.tir.schedule import numerics
-from schedule_checks import assert_schedule_ok, unchanged_after
+from schedule_checks import assert_runs_like, assert_schedule_ok, unchanged_after
 
 from corpus import mm_relu
 
@@ -414,6 +414,118 @@ def test_a_writer_reading_other_elements_keeps_its_loop():
     script = sch.mod["main"].script()
     assert "for i in range(14)" in script and 'T.block("buffer_B_padding")' in script
     assert_schedule_ok(sch, running_sum)
+
+
+# A writer whose nest is not its own keeps its loops; a block after it fills the padding.
+
+
+def _block_names(sch):
+    names = []
+    mlc_lab.tir.stmt_functor.post_order_visit(
+        sch.mod["main"].body, lambda n: names.append(n.name_hint) if isinstance(n, tir.Block) else None)
+    return names
+
+
+@T.prim_func
+def rowsum5(A: T.Buffer((5, 7), "float32"), C: T.Buffer((5,), "float32")):
+    Y = T.alloc_buffer((5,))
+    for i, k in T.grid(5, 7):
+        with T.block("Y"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                Y[vi] = T.float32(0)
+            Y[vi] = Y[vi] + A[vi, vk]
+    for i in range(5):
+        with T.block("C"):
+            vi = T.axis.spatial(5, i)
+            C[vi] = Y[vi]
+
+
+def test_padding_a_blockized_reductions_init_block():
+    # the init block's loop i also holds the outer block (bound to i) and the update
+    sch = tir.Schedule(rowsum5)
+    sch.blockize(sch.get_loops(sch.get_block("Y"))[1])
+    sch.transform_layout(sch.get_block("Y_init"), ("write", 0), "lambda x: (x // 3, x % 3)", pad_value=0.0)
+    assert {"Y_o", "Y_init", "Y", "buffer_Y_padding"} <= set(_block_names(sch))
+    assert sch.mod["main"].script().count("for i in range(5)") == 2
+    assert_schedule_ok(sch, rowsum5)
+    assert_runs_like(rowsum5, sch, [1])
+
+
+@T.prim_func
+def transpose_bias(A: T.Buffer((7, 11), "float32"), b: T.Buffer((7,), "float32"),
+                   C: T.Buffer((11, 7), "float32")):
+    At = T.alloc_buffer((11, 7))
+    for i, j in T.grid(11, 7):
+        with T.block("At"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            At[vi, vj] = A[vj, vi]
+    for i, j in T.grid(11, 7):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = At[vi, vj] + b[vj]
+
+
+def test_padding_a_writer_that_shares_its_outer_loop_with_the_consumer():
+    # after reverse_compute_at, loop i holds the writer's loop j and the consumer: rebuilding
+    # loop i over the padded shape would lose the consumer
+    sch = tir.Schedule(transpose_bias)
+    sch.reverse_compute_at(sch.get_block("C"), sch.get_loops(sch.get_block("At"))[0])
+    sch.transform_layout(sch.get_block("C"), ("read", 0), "lambda x, y: (x // 7, x % 7, y)", pad_value=0.0)
+    assert {"At", "C", "buffer_At_padding"} <= set(_block_names(sch))
+    assert_schedule_ok(sch, transpose_bias)
+    assert_runs_like(transpose_bias, sch, [2])
+
+
+@T.prim_func
+def double8x4(A: T.Buffer((8, 4), "float32"), B: T.Buffer((8, 4), "float32")):
+    for i, j in T.grid(8, 4):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+
+
+def test_padding_a_read_at_copy():
+    # the copy stores under a loop of its own block, next to the consumer under loop i
+    sch = tir.Schedule(double8x4)
+    sch.read_at(sch.get_loops("B")[0], sch.get_block("B"), 0, "global")
+    sch.transform_layout(sch.get_block("A_global"), ("write", 0), "lambda x, y: (x // 3, x % 3, y)",
+                         pad_value=0.0)
+    assert {"A_global", "B", "buffer_A_global_padding"} <= set(_block_names(sch))
+    assert_schedule_ok(sch, double8x4)
+    assert_runs_like(double8x4, sch, [1])
+
+
+@T.prim_func
+def copy_first12(A: T.Buffer((14,), "float32"), B: T.Buffer((14,), "float32")):
+    for i in range(14):
+        with T.block("B"):
+            vi = T.axis.spatial(14, i)
+            T.where(i < 12)
+            B[vi] = A[vi]
+
+
+def test_padding_twice_names_the_second_padding_block_apart():
+    sch = tir.Schedule(two_outputs)
+    sch.transform_layout("BC", "B", split4, pad_value=0.0)
+    sch.transform_layout("buffer_B_padding", "B", lambda a, b: (a, b // 3, b % 3), pad_value=-1.0)
+    assert {"buffer_B_padding", "buffer_B_padding_1"} <= set(_block_names(sch))
+    assert_schedule_ok(sch, two_outputs)
+    assert_runs_like(two_outputs, sch, [1])
+
+
+def test_padding_a_writer_with_a_predicate():
+    # rebuilt over the padded shape, T.where(i < 12) would skip the padding too
+    sch = tir.Schedule(copy_first12)
+    sch.transform_layout("B", "B", split4, pad_value=-1.0)
+    assert "buffer_B_padding" in _block_names(sch)
+    assert_schedule_ok(sch, copy_first12, check_numerics=False)
+    a = np.arange(14, dtype="float32")
+    for target in ("python", "llvm -bounds-check"):
+        got = np.full((4, 4), np.nan, "float32")
+        mlc_lab.build(sch.mod, target=target)["main"](a, got)
+        np.testing.assert_array_equal(got.ravel()[:12], a[:12], err_msg=target)
+        assert list(got.ravel()[14:]) == [-1.0, -1.0], target
 
 
 @T.prim_func

@@ -242,14 +242,17 @@ LayoutPrimitives.transform_layout.is_instruction = True
 def _pad(body, old, new, inverse, padding, pad_map):
     """``body`` with the padding plan applied in the block that allocates ``old`` (the root
     block for a parameter)."""
-    owner = []
+    owner, names = [], set()
 
     def find(node):
-        if isinstance(node, S.Block) and any(b is old for b in node.alloc_buffers):
-            owner.append(node)
+        if isinstance(node, S.Block):
+            names.add(node.name_hint)
+            if any(b is old for b in node.alloc_buffers):
+                owner.append(node)
     post_order_visit(body, find)
     scope = owner[0] if owner else body.block
-    return StmtReplacer({id(scope): apply_padding(scope, old, new, inverse, padding, pad_map)}).visit(body)
+    padded = apply_padding(scope, old, new, inverse, padding, pad_map, names)
+    return StmtReplacer({id(scope): padded}).visit(body)
 
 
 def _size(shape) -> int | None:
