@@ -549,3 +549,26 @@ def test_split_accepts_factors_given_as_int64_constants():
     sch.split(i, [tir.IntImm("int64", 5), None])
     assert [int(sch.get(lp).extent) for lp in sch.get_loops(sch.get_block("B"))] == [5, 2, 4]
     assert_same_numerics(scale_10x4, sch.mod["main"])
+
+
+def test_bind_refuses_threads_that_would_store_one_element_together():
+    """Bound as vb = tx // 3, three threads run the copy of one tile: they would store the same
+    element of the shared buffer at once."""
+    @T.prim_func
+    def tile_copy(B: T.Buffer((2, 8), "float32"), C: T.Buffer((2, 8), "float32")):
+        B_shared = T.alloc_buffer((2, 8), scope="shared")
+        for p, j in T.grid(6, 8):
+            with T.block("B_shared"):
+                vb = T.axis.spatial(2, p // 3)
+                vj = T.axis.spatial(8, j)
+                B_shared[vb, vj] = B[vb, vj]
+        for b, j in T.grid(2, 8):
+            with T.block("C"):
+                vb, vj = T.axis.remap("SS", [b, j])
+                C[vb, vj] = B_shared[vb, vj]
+
+    sch = tir.Schedule(tile_copy)
+    p, j = sch.get_loops(sch.get_block("B_shared"))
+    unchanged_after(sch, lambda: sch.bind(p, "threadIdx.x"), tir.schedule.ThreadBindingError,
+                    'loop p run block "B_shared" at the same iterator point')
+    sch.bind(j, "threadIdx.x")   # its iterations store distinct elements

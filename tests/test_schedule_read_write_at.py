@@ -1,5 +1,6 @@
 """sch.read_at / sch.write_at: a buffer staged through a copy in another scope at a loop, the copy
 block covering what the block touches in one iteration (all threads sharing the scope)."""
+import pytest
 from mlc_lab import tir
 from mlc_lab.script import tir as T
 from mlc_lab.tir.schedule import errors
@@ -77,3 +78,23 @@ def test_write_at_refuses_other_readers_and_loops_not_above():
     sch.compute_at(b, sch.get_loops(c)[0])
     unchanged_after(sch, lambda: sch.read_at(sch.get_loops(c)[0], c, 0, "local"),
                     errors.ReadAtWrittenUnderLoopError, '"B"')
+
+
+def test_read_at_copy_whose_iterations_overlap_has_opaque_iterators():
+    """Under a fused loop the copy of b[v0 % 7] is repeated every 7 iterations: its iterator is
+    opaque, so the loop cannot be bound to threads that would copy one element together."""
+    @T.prim_func
+    def add_row(A: T.Buffer((14, 7), "float32"), b: T.Buffer((7,), "float32"),
+                C: T.Buffer((14, 7), "float32")):
+        for f in range(98):
+            with T.block("C"):
+                vi = T.axis.spatial(14, f // 7)
+                vj = T.axis.spatial(7, f % 7)
+                C[vi, vj] = A[vi, vj] + b[vj]
+
+    sch = tir.Schedule(add_row)
+    copy = sch.read_at(sch.get_loops(sch.get_block("C"))[0], sch.get_block("C"), 1, "shared")
+    assert [iv.iter_type for iv in sch.get(copy).iter_vars] == ["opaque"]
+    assert_runs_like(add_row, sch, outputs=[2])
+    with pytest.raises(tir.schedule.ScheduleError):
+        sch.bind(sch.get_loops(copy)[0], "threadIdx.x")

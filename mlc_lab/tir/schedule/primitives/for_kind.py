@@ -160,7 +160,9 @@ class ForKindPrimitives:
         Requires: as parallel; a known thread tag. A loop already bound is rebound to the new
         axis. Binding a loop that feeds a reduce iterator (a cross-thread reduction, which the
         reference compiler lowers to a warp/shared-memory allreduce) is refused: the GPU lowering
-        here has no allreduce, so the threads would race on the accumulator.
+        here has no allreduce, so the threads would race on the accumulator. For threadIdx, no two
+        iterations of the loop may run a block storing to shared or global memory at one iterator
+        point (threads would store one element at once).
 
         Raises: ThreadBindingError, WrongBlockIterTypeError, NotCompactDataflowError.
 
@@ -189,7 +191,28 @@ class ForKindPrimitives:
             raise errors.ThreadBindingError(
                 "bind", f"unknown thread axis {thread_axis!r}; use one of {', '.join(S.THREAD_TAGS)}",
                 self._func(func_name), [node])
+        if thread_axis.startswith("threadIdx"):
+            self._check_threads_store_apart(loop)
         self._set_kind(loop, "bind", "thread_binding", thread_axis)
+
+    def _check_threads_store_apart(self, loop) -> None:
+        """The threads of a block run at once: two iterations of ``loop`` that visit one point of
+        a block storing to shared or global memory would store one element side by side (a block
+        bound as ``p // 3`` copies the same tile three times)."""
+        from .block_domain import loops_between
+        from .injective import repeated_points
+        func_name, node, index = self._resolve_loop(loop, "bind")
+        outer = [anc for anc in index.path(node) if isinstance(anc, S.For)]
+        for realize in all_blocks_under(node):
+            if all(w.buffer.scope == "local" for w in realize.block.writes):
+                continue
+            if repeated_points(realize, [node] + loops_between(index, realize, node), outer):
+                raise errors.ThreadBindingError(
+                    "bind", f'two iterations of loop {node.loop_var.name} run block '
+                    f'"{realize.block.name_hint}" at the same iterator point (its bindings are not '
+                    "one-to-one in the loop), so threads bound to it would store the same element "
+                    "at once; bind a loop whose iterations reach distinct points",
+                    self._func(func_name), [node, realize.block])
 
     @instruction
     def annotate(self, block_or_loop, ann_key: str, ann_val) -> None:

@@ -186,10 +186,34 @@ def _copy_block(name, index, loop, region, extents, src, dst):
     for var, ext in reversed(loop_vars):
         body = S.For(var, E.const(0, var.dtype), E.const(ext, var.dtype), "serial", body)
     ranges = tuple(S.Range(start, E.const(ext, start.dtype)) for start, ext in zip(starts, extents))
+    if not _disjoint(starts, extents, iter_vars):
+        # Two iterations copy into one element (a start such as v0 % 7): the iterators cannot be
+        # spatial, whose distinct values write distinct elements; as opaque ones no loop over
+        # them can be parallelised or bound to threads, which would race on that element.
+        iter_vars = [iv.replace(iter_type="opaque") for iv in iter_vars]
     block = S.Block(name, tuple(iter_vars), (S.BufferRegion(src, ranges),),
                     (S.BufferRegion(dst, ranges),), body, annotations={"auto_copy": 1})
     values = tuple(lp.loop_var for lp in order)
     return S.BlockRealize(values, E.const(True, "bool"), block)
+
+
+def _disjoint(starts, extents, iter_vars) -> bool:
+    """Whether distinct iterator values copy into distinct elements: each iterator steps one
+    dimension's start by at least that dimension's extent, and no dimension uses two of them."""
+    own = {id(iv.var) for iv in iter_vars}
+    used = set()
+    for start, ext in zip(starts, extents):
+        terms = linear_form(simplify(start)).terms.values()
+        mine = [(atom, coef) for atom, coef in terms if id(atom) in own]
+        if len(mine) > 1 or any(id(atom) not in own and uses_var(atom, [iv.var for iv in iter_vars])
+                                for atom, _ in terms):
+            return False
+        if mine:
+            (var, coef), = mine
+            if id(var) in used or abs(coef) < ext:
+                return False
+            used.add(id(var))
+    return len(used) == len(own)
 
 
 def _check_write_at(p, func, realize, buffer, scope) -> None:
