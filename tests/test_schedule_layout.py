@@ -553,3 +553,26 @@ def test_split_by_a_scalar_parameter_with_padding():
             c = np.zeros(16, "float32")
             mlc_lab.build(sch.mod, target=target)["main"](a, c, extent)
             np.testing.assert_allclose(c, a * 2, err_msg=f"{target}, n={extent}")
+
+
+def test_padding_a_reduction_gives_its_init_and_update_loops_of_their_own():
+    """After decompose_reduction both the init and the update writer are rewritten over the padded
+    shape: each gets its own loop variables (one variable defined twice does not parse back)."""
+    @T.prim_func
+    def row_max(A: T.Buffer((7, 20), "float32"), M: T.Buffer((7,), "float32")):
+        mx = T.alloc_buffer((7,))
+        for i, k in T.grid(7, 20):
+            with T.block("mx"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                with T.init():
+                    mx[vi] = T.float32(-3.4e38)
+                mx[vi] = T.max(mx[vi], A[vi, vk])
+        for i in range(7):
+            with T.block("M"):
+                vi = T.axis.spatial(7, i)
+                M[vi] = mx[vi]
+
+    sch = tir.Schedule(row_max)
+    sch.decompose_reduction(sch.get_block("mx"), sch.get_loops(sch.get_block("mx"))[0])
+    sch.transform_layout(sch.get_block("M"), ("read", 0), lambda i: (i // 4, i % 4), pad_value=0.0)
+    assert_schedule_ok(sch, row_max)

@@ -146,3 +146,15 @@ def test_linear_form_round_trip():
     lin = linear_form(i * 4 + j * 2 + 6)
     half = Linear({k: (a, c // 2) for k, (a, c) in lin.terms.items()}, lin.const // 2)
     assert structural_equal(from_linear(half, "int32"), i * 2 + j + 3)
+
+
+def test_substitute_folds_what_it_leaves_between_two_integer_constants():
+    """A unit loop replaced by 0 in ``v == 0 and w < 3`` leaves ``0 == 0``: folded, as the script
+    parser folds it, so the IR prints and parses back the same."""
+    from mlc_lab import tir
+    v, w = tir.Var("v"), tir.Var("w")
+    cond = tir.And(tir.EQ(v, tir.const(0)), w < 3)
+    folded = substitute(cond, {v: tir.const(0)})
+    assert isinstance(folded.a, tir.IntImm) and folded.a.value == 1 and str(folded) == "True and w < 3"
+    assert str(substitute(v * 2 + w, {v: tir.const(0)})) == "0 + w"
+    assert substitute(v // 0, {v: tir.const(4)}).__class__.__name__ == "FloorDiv"   # left alone

@@ -226,6 +226,24 @@ class Substitute(StmtExprMutator):
     def visit_Var(self, var):
         return self.mapping.get(id(var), var)
 
+    def generic_visit(self, node):
+        new = super().generic_visit(node)
+        # An operation the substitution left between two integer constants (a unit loop replaced
+        # by 0 in ``v == 0``) is folded, as the script parser folds it: the IR prints and parses
+        # back the same.
+        fold = _INT_FOLDS.get(type(new)) if new is not node else None
+        if fold is not None and isinstance(new.a, E.IntImm) and isinstance(new.b, E.IntImm) \
+                and not (type(new) in (E.FloorDiv, E.FloorMod) and new.b.value == 0):
+            return E.IntImm(new.dtype, int(fold(new.a.value, new.b.value)))
+        return new
+
+
+_INT_FOLDS = {E.Add: lambda a, b: a + b, E.Sub: lambda a, b: a - b, E.Mul: lambda a, b: a * b,
+              E.FloorDiv: lambda a, b: a // b, E.FloorMod: lambda a, b: a % b, E.Min: min,
+              E.Max: max, E.EQ: lambda a, b: a == b, E.NE: lambda a, b: a != b,
+              E.LT: lambda a, b: a < b, E.LE: lambda a, b: a <= b, E.GT: lambda a, b: a > b,
+              E.GE: lambda a, b: a >= b, E.And: lambda a, b: a and b, E.Or: lambda a, b: a or b}
+
 
 def substitute(node: Any, mapping: dict) -> Any:
     """``node`` with every variable that is a key of ``mapping`` replaced by its value.
@@ -283,3 +301,48 @@ class StmtReplacer(StmtExprMutator):
 
 __all__ = ["StmtReplacer", "Substitute", "and_all", "conjuncts", "free_buffers", "free_vars", "loads_in",
            "post_order_visit", "pre_order_visit", "stores_in", "substitute", "uses_var"]
+
+
+class Freshen(StmtExprMutator):
+    """A copy of a statement whose defined variables (loops, lets, block iterators) and buffers
+    (allocations) are new objects, so that it can stand in several places of one function;
+    ``buffers`` maps other buffers to their replacements (a tensor intrinsic's parameters to the
+    views it is instantiated on), and a block whose name is in ``taken_names`` is renamed."""
+
+    def __init__(self, buffers: dict, taken_names: set):
+        super().__init__()
+        self.taken_names = taken_names
+        self.buffer_map = dict(buffers)
+        self.var_map: dict[int, E.Var] = {}
+
+    def visit_Buffer(self, buffer):
+        return self.buffer_map.get(id(buffer), buffer)
+
+    def visit_Var(self, var):
+        return self.var_map.get(id(var), var)
+
+    def define(self, var: E.Var) -> None:
+        self.var_map[id(var)] = var.replace()
+
+    def visit_For(self, loop):
+        self.define(loop.loop_var)
+        return self.generic_visit(loop)
+
+    def visit_LetStmt(self, let):
+        self.define(let.var)
+        return self.generic_visit(let)
+
+    def visit_Block(self, block):
+        for iv in block.iter_vars:
+            self.define(iv.var)
+        for buf in block.alloc_buffers:
+            self.buffer_map[id(buf)] = buf.replace()
+        name, k = block.name_hint, 1
+        while name in self.taken_names:
+            name, k = f"{block.name_hint}_{k}", k + 1
+        self.taken_names.add(name)
+        return self.generic_visit(block).replace(name_hint=name)
+
+    def visit_Allocate(self, alloc):
+        self.buffer_map[id(alloc.buffer)] = alloc.buffer.replace()
+        return self.generic_visit(alloc)

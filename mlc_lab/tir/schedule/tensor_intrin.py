@@ -13,7 +13,7 @@ from ..buffer import BUFFER_ELEM_OFFSET, Buffer
 from ..function import PrimFunc
 from ..functor import StmtExprMutator
 from . import errors
-from ..stmt_functor import substitute
+from ..stmt_functor import Freshen, substitute
 
 
 @dataclass(frozen=True)
@@ -289,7 +289,7 @@ def instantiate(intrin: TensorIntrin, regions: list, taken_names: set) -> tuple:
     params = intrin.impl.buffer_params
     fresh = {id(p): p.replace() for p in params}
     match_buffers = tuple(S.MatchBufferRegion(fresh[id(p)], region) for p, region in zip(params, regions))
-    body = _Freshen(fresh, set(taken_names)).visit(_root_body(intrin.impl))
+    body = Freshen(fresh, set(taken_names)).visit(_root_body(intrin.impl))
     starts = {id(m.buffer): _region_start(m.source) for m in match_buffers}
     return _ElemOffsets(starts).visit(body), match_buffers
 
@@ -331,46 +331,3 @@ def merged_annotations(annotations: tuple, intrin: TensorIntrin) -> tuple:
     extra = body.block.annotations if isinstance(body, S.BlockRealize) and body.block.name_hint == "root" else ()
     keys = {k for k, _ in annotations}
     return tuple(annotations) + tuple((k, v) for k, v in extra if k not in keys)
-
-
-class _Freshen(StmtExprMutator):
-    """A copy of the impl body whose defined variables and buffers are new objects, so the body
-    can be placed into several blocks; parameters map to their match_buffer views."""
-
-    def __init__(self, buffers: dict, taken_names: set):
-        super().__init__()
-        self.taken_names = taken_names
-        self.buffer_map = dict(buffers)
-        self.var_map: dict[int, E.Var] = {}
-
-    def visit_Buffer(self, buffer):
-        return self.buffer_map.get(id(buffer), buffer)
-
-    def visit_Var(self, var):
-        return self.var_map.get(id(var), var)
-
-    def define(self, var: E.Var) -> None:
-        self.var_map[id(var)] = var.replace()
-
-    def visit_For(self, loop):
-        self.define(loop.loop_var)
-        return self.generic_visit(loop)
-
-    def visit_LetStmt(self, let):
-        self.define(let.var)
-        return self.generic_visit(let)
-
-    def visit_Block(self, block):
-        for iv in block.iter_vars:
-            self.define(iv.var)
-        for buf in block.alloc_buffers:
-            self.buffer_map[id(buf)] = buf.replace()
-        name, k = block.name_hint, 1
-        while name in self.taken_names:
-            name, k = f"{block.name_hint}_{k}", k + 1
-        self.taken_names.add(name)
-        return self.generic_visit(block).replace(name_hint=name)
-
-    def visit_Allocate(self, alloc):
-        self.buffer_map[id(alloc.buffer)] = alloc.buffer.replace()
-        return self.generic_visit(alloc)

@@ -28,7 +28,7 @@ from ...analysis import expr_deep_equal
 from ... import expr as E
 from ... import stmt as S
 from ...functor import StmtExprMutator, StmtExprVisitor
-from ...stmt_functor import StmtReplacer, free_vars, substitute
+from ...stmt_functor import Freshen, StmtReplacer, free_vars, substitute
 
 
 class _Write:
@@ -240,7 +240,8 @@ class _Replacer(StmtExprMutator):
         body = self.visit(loops[-1].body)
         if not self.all_replaced:
             return None
-        return _grid(self.new, self.inverse, body)
+        # each rewritten writer (a reduction's init and update) gets loops of its own
+        return Freshen({}, set()).visit(_grid(self.new, self.inverse, body))
 
     def _uses_remapped(self, expr) -> bool:
         return any(id(v) in self.remap for v in free_vars(expr))
