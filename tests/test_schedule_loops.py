@@ -572,3 +572,42 @@ def test_bind_refuses_threads_that_would_store_one_element_together():
     unchanged_after(sch, lambda: sch.bind(p, "threadIdx.x"), tir.schedule.ThreadBindingError,
                     'loop p run block "B_shared" at the same iterator point')
     sch.bind(j, "threadIdx.x")   # its iterations store distinct elements
+
+
+def test_bind_checks_a_loop_of_symbolic_extent_without_failing():
+    """A loop of unknown extent that the block does not use: the check that threads store apart
+    cannot enumerate it, and says nothing rather than fail."""
+    @T.prim_func
+    def rows(a: T.handle, b: T.handle):
+        n = T.int32()
+        A = T.match_buffer(a, (n, 4))
+        B = T.match_buffer(b, (n, 4))
+        for i, j in T.grid(n, 4):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vi, vj] * T.float32(2)
+
+    sch = tir.Schedule(rows)
+    i, j = sch.get_loops(sch.get_block("B"))
+    sch.bind(j, "threadIdx.x")
+    sch.bind(i, "blockIdx.x")
+    assert sch.get(j).thread_binding == "threadIdx.x"
+
+
+def test_repeated_points_says_nothing_about_an_unused_loop_of_unknown_extent():
+    from mlc_lab.tir.schedule.primitives.injective import repeated_points
+
+    @T.prim_func
+    def broadcast_rows(a: T.handle, B: T.Buffer((4,), "float32")):
+        n = T.int32()
+        A = T.match_buffer(a, (4,))
+        for i, j in T.grid(n, 4):
+            with T.block("B"):
+                vj = T.axis.spatial(4, j)
+                B[vj] = A[vj]
+
+    sch = tir.Schedule(broadcast_rows)
+    _, realize, _ = sch._resolve_block(sch.get_block("B"), "test")
+    loops = [sch.get(lp) for lp in sch.get_loops(sch.get_block("B"))]
+    assert repeated_points(realize, loops) is None            # n may be 1
+    assert repeated_points(realize, loops[1:], loops[:1]) is False

@@ -225,4 +225,4 @@ def _digits_cover(digits, extent: int) -> bool:
         if m is None:
             return True
         place = d * m
-    return place >= extent
+    return extent is not None and place >= extent   # a symbolic extent: not shown covered
