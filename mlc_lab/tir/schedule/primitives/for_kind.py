@@ -203,10 +203,12 @@ class ForKindPrimitives:
         from .injective import repeated_points
         func_name, node, index = self._resolve_loop(loop, "bind")
         outer = [anc for anc in index.path(node) if isinstance(anc, S.For)]
-        for realize in all_blocks_under(node):
+        for realize in index.child_blocks(node):   # (a nested block stores through its parent)
             if all(w.buffer.scope == "local" for w in realize.block.writes):
                 continue
-            if repeated_points(realize, [node] + loops_between(index, realize, node), outer):
+            # with every other loop held, two values of this one must reach two points
+            held = outer + loops_between(index, realize, node)
+            if repeated_points(realize, [node], held):
                 raise errors.ThreadBindingError(
                     "bind", f'two iterations of loop {node.loop_var.name} run block '
                     f'"{realize.block.name_hint}" at the same iterator point (its bindings are not '
