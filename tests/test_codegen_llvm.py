@@ -377,12 +377,19 @@ def test_parallel_loop_results():
 
 
 def test_parallel_chunks_run_on_two_threads_at_once():
-    barrier = threading.Barrier(2, timeout=20)   # passes only if both chunks run concurrently
-    seen = []
+    # The first chunk to start waits until a chunk starts on another thread: passes only if
+    # two threads run chunks of one loop at the same time.
+    other_started, seen, lock = threading.Event(), [], threading.Lock()
 
     def hook(begin, end):
-        seen.append((begin, end, threading.current_thread().name))
-        barrier.wait()
+        me = threading.current_thread().name
+        with lock:
+            seen.append((begin, end, me))
+            first = len(seen) == 1
+            if any(name != seen[0][2] for _, _, name in seen):
+                other_started.set()
+        if first:
+            assert other_started.wait(20), "no second thread ran a chunk"
     compiled = compile_one(parallel_rows, **{"num-cores": 2})
     llvm_runtime.set_chunk_hook(hook)
     try:
@@ -391,19 +398,21 @@ def test_parallel_chunks_run_on_two_threads_at_once():
         compiled(a, b, 64)
     finally:
         llvm_runtime.set_chunk_hook(None)
-    assert sorted((lo, hi) for lo, hi, _ in seen) == [(0, 50), (50, 100)]
+    chunks = sorted((lo, hi) for lo, hi, _ in seen)
+    assert chunks[0][0] == 0 and chunks[-1][1] == 100
+    assert all(hi == lo for (_, hi), (lo, _) in zip(chunks, chunks[1:]))   # a partition of 0..100
     assert len({name for _, _, name in seen}) == 2
     np.testing.assert_allclose(b, a.reshape(100, 64).sum(1), rtol=1e-4, atol=1e-5)
 
 
-def test_parallel_loops_run_on_openmp_where_libgomp_loads():
-    # Every machine with gcc has libgomp; the thread pool is the fallback for those without.
-    assert llvm_runtime.parallel_backend() == "openmp"
+def test_parallel_loops_run_on_the_native_pool():
+    # POSIX threads are everywhere the course runs; the Python thread pool is the fallback.
+    assert llvm_runtime.parallel_backend() == "native"
 
 
 def test_a_failing_chunk_fails_the_call_and_names_the_cause():
     def hook(begin, end):
-        if begin:
+        if begin == 50:
             raise ValueError(f"chunk at {begin} refused")
     compiled = compile_one(parallel_rows, **{"num-cores": 2})
     llvm_runtime.set_chunk_hook(hook)
@@ -412,6 +421,47 @@ def test_a_failing_chunk_fails_the_call_and_names_the_cause():
             compiled(rand(6400), np.zeros(100, "float32"), 64)
     finally:
         llvm_runtime.set_chunk_hook(None)
+
+
+def test_parallel_loops_from_several_python_threads_at_once():
+    # One caller has the pool at a time; the others run their loops on their own thread.
+    compiled = compile_one(parallel_rows, **{"num-cores": 2})
+    a = rand(6400)
+    results = [np.zeros(100, "float32") for _ in range(4)]
+
+    def work(out):
+        for _ in range(200):
+            compiled(a, out, 64)
+    threads = [threading.Thread(target=work, args=(out,)) for out in results]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for out in results:
+        np.testing.assert_allclose(out, a.reshape(100, 64).sum(1), rtol=1e-4, atol=1e-5)
+
+
+def test_a_forked_child_runs_parallel_loops_without_the_parents_workers():
+    # After fork only the forking thread exists: the child starts workers of its own and never
+    # waits for the parent's (nor for a lock one of them held).
+    script = textwrap.dedent("""
+        import os, numpy as np, tests.test_codegen_llvm as t
+        f = t.compile_one(t.parallel_rows, **{"num-cores": 2})
+        a = np.arange(6400, dtype="float32") / 6400
+        b = np.zeros(100, "float32")
+        f(a, b, 64)
+        pid = os.fork()
+        if pid == 0:
+            b[:] = 0
+            for _ in range(100):
+                f(a, b, 64)
+            os._exit(0 if np.allclose(b, a.reshape(100, 64).sum(1), rtol=1e-5) else 3)
+        _, status = os.waitpid(pid, 0)
+        print("ok" if os.waitstatus_to_exitcode(status) == 0 else f"child failed {status}")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
 
 
 def test_thread_pool_fallback_gives_the_same_results():

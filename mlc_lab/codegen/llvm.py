@@ -17,8 +17,9 @@ with ``-bounds-check``), ``STATUS_NO_MEMORY`` when ``malloc`` failed, or a paral
 A parallel loop's body becomes an internal function ``i32 body(i64 begin, i64 end, ptr closure)``
 running iterations [begin, end); the closure is a struct holding every value the body uses from
 outside (buffer pointers, scalars, enclosing loop and let variables, the loop's start). The
-caller packs it and calls ``i32 mlc_parallel_for(ptr body, i64 extent, ptr closure)``, which the
-runtime implements (``mlc_lab.runtime.parallel``: OpenMP, or a thread pool).
+caller packs it and calls ``i32 mlc_parallel_for(ptr body, i64 extent, ptr closure, i32 threads)``
+(``threads``: the target's ``num-cores``, 0 when unset: every core), which the runtime implements
+(``mlc_lab.runtime.parallel``: a pool of worker threads).
 """
 from __future__ import annotations
 
@@ -198,9 +199,10 @@ class ModuleCodegen:
         i32 = ir.IntType(32)
         for index, value in enumerate(fields):
             builder.store(value, builder.gep(slot, [i32(0), i32(index)], source_etype=closure_type))
+        threads = i32(self.options.get("num-cores") or 0)
         status = builder.call(self.extern("mlc_parallel_for", i32,
-                                          [ir.PointerType(), ir.IntType(64), ir.PointerType()]),
-                              [body_fn, extent, slot])
+                                          [ir.PointerType(), ir.IntType(64), ir.PointerType(), i32]),
+                              [body_fn, extent, slot, threads])
         parent.fail_unless_ok(status)
 
         # The body unpacks the closure and calls a kernel taking the values as parameters, so the

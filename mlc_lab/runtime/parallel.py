@@ -1,48 +1,55 @@
 """Parallel loops of compiled CPU code: the ``mlc_parallel_for`` the llvm target's code calls.
 
-    i32 mlc_parallel_for(ptr body, i64 extent, ptr closure)
+    i32 mlc_parallel_for(ptr body, i64 extent, ptr closure, i32 threads)
 
-splits ``[0, extent)`` into one contiguous chunk per thread, runs ``body(begin, end, closure)`` on
-each chunk at the same time, waits for all of them and returns the first non-zero status.
+runs ``body(begin, end, closure)`` over chunks covering ``[0, extent)`` on up to ``threads``
+threads at once (0: every core), waits for all of them and returns the first non-zero status.
 
 Two implementations, chosen once per process:
 
-* ``openmp`` (the default where libgomp is found, which every machine with gcc has): a few lines
-  of LLVM IR around ``GOMP_parallel``. The calling thread runs chunk 0 itself; forking and joining
-  costs a few microseconds, so even small kernels gain from a second core.
+* ``native`` (the default wherever POSIX threads are found): a pool of worker threads written in
+  LLVM IR (``parallel_pool.ll``). The calling thread publishes the loop; it and the workers claim
+  chunks (a few per thread) with an atomic compare-and-swap, and the caller does every chunk
+  that nobody else has claimed. It never waits for a worker that has not started, so on a busy
+  machine (a shared JupyterHub server, a laptop compiling in the background) a loop runs at one
+  core's speed at worst, instead of stalling at the end of every loop until the operating system
+  schedules the last worker, as a fork-join runtime such as OpenMP does. Idle workers spin for
+  some 20 microseconds (enough for back-to-back kernels), then sleep on a condition variable.
+  The pool shares no state with any OpenMP runtime, so torch or numpy's BLAS in the same process
+  change nothing. After ``fork`` the child starts with no workers and starts new ones as needed.
 * ``python``: a persistent ``ThreadPoolExecutor`` whose workers call the body through ctypes
   (which releases the GIL). It needs nothing but costs tens of microseconds per loop.
   ``MLC_LAB_PARALLEL=python`` forces it.
 
-``backend()`` says which one runs. The thread count is per calling thread: ``prepare(n)`` before a
-compiled call sets it (the function's ``-num-cores``).
+``backend()`` says which one runs; ``prepare(n)`` before a compiled call clears the error slot
+and makes sure ``n`` threads can run its loops.
 """
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import glob
 import os
-import sys
+import platform
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import llvmlite.binding as llvm
 
 from ..codegen.llvm_stmt import STATUS_OK, STATUS_RUNTIME_ERROR
 
 _BODY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
-_PARALLEL_FOR = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p)
+_PARALLEL_FOR = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                                 ctypes.c_int32)
 _HOOK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.c_int64)
 
 # Per calling thread: its thread count and the last error a compiled call reported. Errors raised
-# on other threads (OpenMP workers) land in _last_error too.
+# on other threads (pool workers) land in _last_error too.
 _state = threading.local()
 _last_error = None
 _pools: dict[int, ThreadPoolExecutor] = {}
 _lock = threading.Lock()
 _hook = None
-_native = None     # _OpenMP once loaded
+_native = None     # the _Pool once loaded
 
 
 def record_error(error) -> None:
@@ -53,14 +60,12 @@ def record_error(error) -> None:
 
 
 def prepare(num_cores: int) -> None:
-    """Before a compiled call: clear the error slot and run parallel loops on ``num_cores``."""
+    """Before a compiled call: clear the error slot and make sure ``num_cores`` threads (the
+    caller and its workers) can run the call's parallel loops."""
     global _last_error
-    state = _state
-    state.error = _last_error = None
-    if getattr(state, "num_cores", None) != num_cores:
-        state.num_cores = num_cores
-        if _native is not None:
-            _native.set_num_threads(num_cores)
+    _state.error = _last_error = None
+    if _native is not None and num_cores > _native.threads:
+        _native.grow(num_cores)
 
 
 def last_error():
@@ -109,12 +114,12 @@ def _run_chunk(body, begin: int, end: int, closure: int):
     return status, getattr(_state, "error", None)
 
 
-def _parallel_for(body_address: int, extent: int, closure: int) -> int:
+def _parallel_for(body_address: int, extent: int, closure: int, threads: int) -> int:
     try:
         if extent <= 0:
             return STATUS_OK
         body = _BODY(body_address)
-        num_cores = getattr(_state, "num_cores", 1)
+        num_cores = threads or os.cpu_count() or 1
         futures = [thread_pool(num_cores).submit(_run_chunk, body, lo, hi, closure)
                    for lo, hi in _split(extent, num_cores)]
         status = STATUS_OK
@@ -133,111 +138,78 @@ def _parallel_for(body_address: int, extent: int, closure: int) -> int:
 _PYTHON_PARALLEL_FOR = _PARALLEL_FOR(_parallel_for)
 _HOOK_CALLBACK = _HOOK(_call_hook)
 
-# -- OpenMP ---------------------------------------------------------------------------------------
-_OPENMP_IR = r"""
-%args = type { ptr, i64, ptr, i32 }
-@mlc_chunk_hook = global ptr null
-declare void @GOMP_parallel(ptr, ptr, i32, i32)
-declare i32 @omp_get_thread_num()
-declare i32 @omp_get_num_threads()
-declare i32 @omp_get_max_threads()
-
-define internal void @mlc_parallel_worker(ptr %a) {
-entry:
-  %tid32 = call i32 @omp_get_thread_num()
-  %n32 = call i32 @omp_get_num_threads()
-  %tid = sext i32 %tid32 to i64
-  %n = sext i32 %n32 to i64
-  %body = load ptr, ptr %a
-  %extent.p = getelementptr %args, ptr %a, i32 0, i32 1
-  %extent = load i64, ptr %extent.p
-  %closure.p = getelementptr %args, ptr %a, i32 0, i32 2
-  %closure = load ptr, ptr %closure.p
-  %lo.x = mul i64 %extent, %tid
-  %lo = sdiv i64 %lo.x, %n
-  %next = add i64 %tid, 1
-  %hi.x = mul i64 %extent, %next
-  %hi = sdiv i64 %hi.x, %n
-  %nonempty = icmp slt i64 %lo, %hi
-  br i1 %nonempty, label %check_hook, label %done
-check_hook:
-  %hook = load ptr, ptr @mlc_chunk_hook
-  %has_hook = icmp ne ptr %hook, null
-  br i1 %has_hook, label %call_hook, label %call_body
-call_hook:
-  %hook.status = call i32 %hook(i64 %lo, i64 %hi)
-  %hook.ok = icmp eq i32 %hook.status, 0
-  br i1 %hook.ok, label %call_body, label %record
-call_body:
-  %body.status = call i32 %body(i64 %lo, i64 %hi, ptr %closure)
-  %body.ok = icmp eq i32 %body.status, 0
-  br i1 %body.ok, label %done, label %record
-record:
-  %status = phi i32 [ %hook.status, %call_hook ], [ %body.status, %call_body ]
-  %status.p = getelementptr %args, ptr %a, i32 0, i32 3
-  %old = cmpxchg ptr %status.p, i32 0, i32 %status seq_cst seq_cst
-  br label %done
-done:
-  ret void
-}
-
-define i32 @mlc_parallel_for(ptr %body, i64 %extent, ptr %closure) {
-entry:
-  %args = alloca %args
-  %empty = icmp sle i64 %extent, 0
-  br i1 %empty, label %nothing, label %run
-nothing:
-  ret i32 0
-run:
-  %max32 = call i32 @omp_get_max_threads()
-  %max = sext i32 %max32 to i64
-  %fewer = icmp slt i64 %extent, %max
-  %n = select i1 %fewer, i64 %extent, i64 %max
-  %n32 = trunc i64 %n to i32
-  store ptr %body, ptr %args
-  %extent.p = getelementptr %args, ptr %args, i32 0, i32 1
-  store i64 %extent, ptr %extent.p
-  %closure.p = getelementptr %args, ptr %args, i32 0, i32 2
-  store ptr %closure, ptr %closure.p
-  %status.p = getelementptr %args, ptr %args, i32 0, i32 3
-  store i32 0, ptr %status.p
-  call void @GOMP_parallel(ptr @mlc_parallel_worker, ptr %args, i32 %n32, i32 0)
-  %status = load atomic i32, ptr %status.p seq_cst, align 4
-  ret i32 %status
-}
-"""
+# -- the native pool ------------------------------------------------------------------------------
+_WORKER = ctypes.CFUNCTYPE(None)
+_POSIX = ("pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_wait",
+          "pthread_cond_broadcast", "sched_yield")
 
 
-def _libgomp_candidates() -> list[str]:
-    found = ctypes.util.find_library("gomp")
-    names = [found] if found else []
-    for path in sys.path:   # the copies scikit-learn and torch wheels carry
-        names += sorted(glob.glob(os.path.join(path, "scikit_learn.libs", "libgomp*.so*")))
-        names += sorted(glob.glob(os.path.join(path, "torch", "lib", "libgomp*.so*")))
-    return names
+def _pool_ir() -> str:
+    """parallel_pool.ll with the host's spin-wait hint and cycle counter filled in."""
+    text = (Path(__file__).with_name("parallel_pool.ll")).read_text()
+    machine = platform.machine().lower()
+    x86 = machine in ("x86_64", "amd64", "i386", "i686")
+    arm = machine in ("arm64", "aarch64")
+    pause = ("call void @llvm.x86.sse2.pause()" if x86 else
+             "call void @llvm.aarch64.hint(i32 1)" if arm else "fence seq_cst")
+    declare = ("declare i64 @llvm.readcyclecounter()\ndeclare void @llvm.x86.sse2.pause()" if x86 else
+               "declare void @llvm.aarch64.hint(i32)" if arm else "")
+    # About 20 microseconds of spinning: by the cycle counter on x86, else by count.
+    fills = {"@PAUSE@": pause, "@NOW@": "call i64 @llvm.readcyclecounter()" if x86 else "add i64 0, 0",
+             "@DECLARE@": declare,
+             "@SPIN_CYCLES@": "60000" if x86 else "-1", "@SPIN_ITERS@": "200000" if x86 else "4000",
+             "@CHUNKS_PER_THREAD@": "4"}
+    for key, value in fills.items():
+        text = text.replace(key, value)
+    return text
 
 
-class _OpenMP:
-    """The ``mlc_parallel_for`` above, JIT-compiled once against a loaded libgomp."""
+class _Pool:
+    """The pool of parallel_pool.ll, JIT-compiled once; worker threads are started as needed."""
 
-    def __init__(self, library: str, machine):
-        if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
-            # Idle workers spin about 10 microseconds (not libgomp's default of up to 0.2 s)
-            # before sleeping: enough for back-to-back kernels, and they leave the cores to numpy
-            # and to other programs soon after. Read when libgomp loads.
-            os.environ["GOMP_SPINCOUNT"] = "10000"
-        llvm.load_library_permanently(library)
-        self.library = library
-        self._set_threads = ctypes.CDLL(library).omp_set_num_threads
-        module = llvm.parse_assembly(_OPENMP_IR)
+    def __init__(self, machine):
+        libc = ctypes.CDLL(None)
+        for name in _POSIX:   # AttributeError where the C library has no POSIX threads
+            llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
+        # pthread_mutex_t / pthread_cond_t are at most 64 / 48 bytes on the platforms we know.
+        self._sync = (ctypes.c_uint64 * 16)(), (ctypes.c_uint64 * 16)()
+        self._init_sync = lambda: (libc.pthread_mutex_init(self._sync[0], None),
+                                   libc.pthread_cond_init(self._sync[1], None))
+        self._init_sync()
+        module = llvm.parse_assembly(_pool_ir())
         module.verify()
         self.engine = llvm.create_mcjit_compiler(module, machine)
         self.engine.finalize_object()
         self.address = self.engine.get_function_address("mlc_parallel_for")
-        self._hook_slot = ctypes.c_void_p.from_address(self.engine.get_global_value_address("mlc_chunk_hook"))
+        self._worker = _WORKER(self.engine.get_function_address("mlc_pool_worker"))
 
-    def set_num_threads(self, n: int) -> None:
-        self._set_threads(ctypes.c_int(n))
+        def slot(name, ctype):
+            return ctype.from_address(self.engine.get_global_value_address(name))
+        self._workers, self._sleepers = slot("mlc_pool_workers", ctypes.c_int32), slot("mlc_pool_sleepers", ctypes.c_int32)
+        self._hook_slot = slot("mlc_chunk_hook", ctypes.c_void_p)
+        slot("mlc_pool_mutex", ctypes.c_void_p).value = ctypes.addressof(self._sync[0])
+        slot("mlc_pool_cond", ctypes.c_void_p).value = ctypes.addressof(self._sync[1])
+        self.threads = 1
+        slot("mlc_pool_default", ctypes.c_int32).value = os.cpu_count() or 1
+        self._grow_lock = threading.Lock()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._after_fork)
+
+    def grow(self, threads: int) -> None:
+        """Start workers until ``threads`` threads (the caller's included) can run a loop."""
+        with self._grow_lock:
+            while self.threads < threads:
+                threading.Thread(target=self._worker, daemon=True,
+                                 name=f"mlc_lab-worker{self.threads}").start()
+                self.threads += 1
+                self._workers.value = self.threads - 1
+
+    def _after_fork(self) -> None:
+        # The child has only the thread that forked: no workers, nobody asleep, fresh locks.
+        self._init_sync()
+        self._workers.value = self._sleepers.value = 0
+        self.threads = 1
+        self._grow_lock = threading.Lock()
 
     def set_hook(self, callback) -> None:
         self._hook_slot.value = ctypes.cast(callback, ctypes.c_void_p).value if callback else None
@@ -245,15 +217,14 @@ class _OpenMP:
 
 def install(machine) -> str:
     """Register ``mlc_parallel_for`` with the JIT (called once, before any module is compiled):
-    the OpenMP version when libgomp loads, else the thread pool. Returns the backend's name."""
+    the native pool where POSIX threads are found, else the Python thread pool. Returns the
+    backend's name."""
     global _native
     if os.environ.get("MLC_LAB_PARALLEL", "").lower() != "python":
-        for library in _libgomp_candidates():
-            try:
-                _native = _OpenMP(library, machine)
-                break
-            except (OSError, RuntimeError, AttributeError):
-                continue
+        try:
+            _native = _Pool(machine)
+        except (OSError, RuntimeError, AttributeError):
+            _native = None
     address = _native.address if _native is not None else \
         ctypes.cast(_PYTHON_PARALLEL_FOR, ctypes.c_void_p).value
     llvm.add_symbol("mlc_parallel_for", address)
@@ -262,11 +233,11 @@ def install(machine) -> str:
     return backend()
 
 
-# The least work (flops) for which a loop split over the cores beats one core: forking and
-# joining costs about 1 microsecond with OpenMP and 0.1 ms with the thread pool.
-MIN_PARALLEL_FLOPS = {"openmp": 5e4, "python": 5e7}
+# The least work (flops) for which a loop split over the cores beats one core: publishing a loop
+# to spinning workers costs about a microsecond with the native pool, 0.1 ms with Python's.
+MIN_PARALLEL_FLOPS = {"native": 5e4, "python": 5e7}
 
 
 def backend() -> str:
-    """``"openmp"`` or ``"python"``: what runs parallel loops in this process."""
-    return "openmp" if _native is not None else "python"
+    """``"native"`` or ``"python"``: what runs parallel loops in this process."""
+    return "native" if _native is not None else "python"
