@@ -26,6 +26,13 @@ class NDArray:
         self.device = device or cpu()
         self._address = None
 
+    @classmethod
+    def wrap_new(cls, array: np.ndarray, device: Device) -> "NDArray":
+        """Wrap a C-contiguous numpy array just allocated (no checks: for hot paths)."""
+        self = cls.__new__(cls)
+        self._array, self.device, self._address = array, device, None
+        return self
+
     @property
     def address(self) -> int:
         """The address of the first element in host memory, as compiled code takes it. An

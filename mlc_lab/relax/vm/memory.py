@@ -121,12 +121,13 @@ class Workspace:
 class CallStats:
     """What one top-level call allocated; ``summary()`` is what ``vm.memory_stats()`` shows."""
     __slots__ = ("allocations", "bytes_allocated", "live_bytes", "peak_bytes", "unplanned_bytes",
-                 "planned_bytes", "plan_fallbacks", "memory_plan")
+                 "planned_bytes", "plan_fallbacks", "memory_plan", "same_as")
 
     def __init__(self):
         self.allocations = self.bytes_allocated = self.live_bytes = self.peak_bytes = 0
         self.unplanned_bytes = self.planned_bytes = self.plan_fallbacks = 0
         self.memory_plan = False
+        self.same_as = None   # a CallStats of an identical call, whose counts these are
 
     def count_allocation(self, nbytes: int) -> None:
         self.allocations += 1
@@ -145,7 +146,24 @@ class CallStats:
         if self.live_bytes > self.peak_bytes:
             self.peak_bytes = self.live_bytes
 
+    def fresh(self) -> bool:
+        """Nothing counted yet: the statistics of a top-level call, before it starts."""
+        return not (self.allocations or self.live_bytes or self.peak_bytes or self.planned_bytes
+                    or self.same_as is not None)
+
+    def copy(self) -> "CallStats":
+        other = CallStats()
+        for name in self.__slots__:
+            setattr(other, name, getattr(self, name))
+        return other
+
+    def replay(self, other: "CallStats") -> None:
+        """Count what ``other``, an identical call, counted (see native_sequence)."""
+        self.same_as = other
+
     def summary(self) -> dict:
+        if self.same_as is not None:
+            return self.same_as.summary()
         return {"allocations": self.allocations, "bytes_allocated": self.bytes_allocated,
                 "peak_bytes": self.peak_bytes, "unplanned_bytes": self.unplanned_bytes,
                 "planned_bytes": self.planned_bytes, "plan_fallbacks": self.plan_fallbacks,
