@@ -651,3 +651,55 @@ def test_bounds_checked_builds_unroll_only_the_loops_marked_unrolled():
         b = np.zeros(8, "float32")
         fn(a, b)
         np.testing.assert_allclose(b, np.exp(a), rtol=1e-6)
+
+
+# -- vectors of odd widths and short strides ---------------------------------------------------
+@T.prim_func
+def odd_width_rows(A: T.Buffer((8 * 28,), "float32"), B: T.Buffer((8 * 26,), "float32")):
+    T.func_attr({"tir.noalias": True})
+    for r in range(8):
+        acc = T.allocate((26,), "float32", "local")
+        acc[T.Ramp(0, 1, 26)] = T.Broadcast(T.float32(0), 26)
+        for k in range(3):
+            acc[T.Ramp(0, 1, 26)] = acc[T.Ramp(0, 1, 26)] + A[T.Ramp(r * 28 + k, 1, 26)]
+        B[T.Ramp(r * 26, 1, 26)] = acc[T.Ramp(0, 1, 26)]
+
+
+def test_odd_width_vectors_in_memory_are_masked_and_on_the_stack_plain():
+    text = compile_one(odd_width_rows).get_source("rendered")
+    assert '@"llvm.masked.load.v32f32.p0"' in text and '@"llvm.masked.store.v32f32.p0"' in text
+    assert "load <26 x float>" in text   # the local accumulator: plain, kept in registers
+    a = rand(8 * 28)
+    _, b = run_both(odd_width_rows, [a, np.zeros(8 * 26, "float32")])
+    rows = a.reshape(8, 28)
+    np.testing.assert_allclose(b.reshape(8, 26), rows[:, :26] + rows[:, 1:27] + rows[:, 2:28],
+                               rtol=1e-5, atol=1e-6)
+
+
+@T.prim_func
+def every_other(A: T.Buffer((64,), "float32"), B: T.Buffer((16,), "float32")):
+    T.func_attr({"tir.noalias": True})
+    for i in range(2):
+        B[T.Ramp(i * 8, 1, 8)] = T.max(A[T.Ramp(i * 32, 2, 8)], A[T.Ramp(i * 32 + 1, 2, 8)])
+
+
+def test_a_stride_two_load_is_one_run_and_a_shuffle():
+    text = compile_one(every_other).get_source("rendered")
+    assert "load <15 x float>" not in text and '@"llvm.masked.load.v16f32.p0"' in text
+    assert "<8 x i32> <i32 0, i32 2, i32 4, i32 6, i32 8, i32 10, i32 12, i32 14>" in text
+    a = rand(64)
+    _, b = run_both(every_other, [a, np.zeros(16, "float32")])
+    halves = a.reshape(2, 32)
+    np.testing.assert_array_equal(b, np.maximum(halves[:, 0:16:2], halves[:, 1:16:2]).ravel())
+
+
+@T.prim_func
+def strided_past_the_end(A: T.Buffer((14,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(1):
+        B[T.Ramp(0, 1, 8)] = A[T.Ramp(i, 2, 8)]
+
+
+def test_a_strided_run_is_bounds_checked_at_its_last_element():
+    with pytest.raises(IndexError, match="buffer A: index 14 is out of bounds"):
+        compile_one(strided_past_the_end, **{"bounds-check": True})(np.zeros(14, "float32"),
+                                                                    np.zeros(8, "float32"))

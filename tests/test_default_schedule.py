@@ -246,3 +246,20 @@ def test_a_tuned_kernel_is_not_rescheduled(tmp_path):
     assert structural_equal(ex.mod["fused_matmul_add_relu"], tuned["fused_matmul_add_relu"])
     x = np.random.default_rng(2).random((4, 64), dtype="float32")
     np.testing.assert_allclose(run(ex, x), model.forward_numpy(x), rtol=1e-4, atol=1e-5)
+
+
+def test_a_convolution_with_odd_rows_takes_its_output_channels_as_vector_lanes():
+    # 26 output columns have no power-of-two vector width; the 16 output channels do. The tile
+    # accumulates channel vectors and stores them back transposed into the NCHW output.
+    shapes = [(2, 1, 28, 28), (16, 1, 3, 3)]
+    mod = graph(shapes, R.nn.conv2d)
+    ex = relax.build(mod, "llvm")
+    func = ex.mod["conv2d"]
+    accumulators = [b for b in func.script().splitlines() if "_local = T.alloc_buffer" in b]
+    assert accumulators and "(T.int64(2), T.int64(26), T.int64(26), T.int64(16))" in accumulators[0]
+    lanes = set()
+    post_order_visit(func.body, lambda n: lanes.add(int(n.extent)) if isinstance(n, For)
+                     and n.kind == "vectorized" else None)
+    assert lanes & {8, 16} and 26 not in lanes   # 8: without AVX-512; 13: the stores back
+    args = [np.random.default_rng(n).standard_normal(s).astype("float32") for n, s in enumerate(shapes)]
+    np.testing.assert_allclose(run(ex, *args), conv2d(*args), rtol=1e-4, atol=1e-4)

@@ -364,3 +364,50 @@ def test_argument_types_are_checked():
         sch.compute_inline(loop)
     with pytest.raises(TypeError, match="BlockRV"):
         sch.reverse_compute_inline(loop)
+
+
+# -- an accumulator written back under a tile -------------------------------------------------
+@T.prim_func
+def row_sums_relu(A: T.Buffer((16, 8), "float32"), C: T.Buffer((16,), "float32")):
+    S = T.alloc_buffer((16,))
+    for i, k in T.grid(16, 8):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = T.float32(0)
+            S[vi] = S[vi] + A[vi, vk]
+    for i in range(16):
+        with T.block("C"):
+            vi = T.axis.remap("S", [i])
+            C[vi] = T.max(S[vi], T.float32(0))
+
+
+def tiled_accumulator(move_consumer: bool):
+    """S accumulated in a "local" cache under a tile of 4 rows, written back there; C moved
+    under the tile too when ``move_consumer``."""
+    sch = tir.Schedule(row_sums_relu)
+    i, _ = sch.get_loops(sch.get_block("S"))
+    tile, _ = sch.split(i, [4, 4])
+    write_back = sch.cache_write(sch.get_block("S"), 0, "local")
+    sch.reverse_compute_at(write_back, tile)
+    if move_consumer:
+        sch.reverse_compute_at(sch.get_block("C"), tile)
+    return sch, write_back
+
+
+def test_compute_inline_of_a_write_back_read_in_the_same_tile():
+    # The reduction rewrites S_local in every tile, before the write-back; C reads, in the same
+    # tile, only rows the write-back copied there: reading S_local directly is the same.
+    sch, write_back = tiled_accumulator(move_consumer=True)
+    sch.compute_inline(write_back)
+    text = sch.mod["main"].script()
+    assert "C[vi] = T.max(S_local[vi], T.float32(0))" in text and "S = T.alloc_buffer" not in text
+    assert_schedule_ok(sch, row_sums_relu)
+
+
+def test_compute_inline_of_a_write_back_read_after_the_tiles_is_refused():
+    # After the loop, S_local holds the last value the reduction wrote for each row, and
+    # nothing proves the earlier write-back saw the same: kept refused.
+    sch, write_back = tiled_accumulator(move_consumer=False)
+    unchanged_after(sch, lambda: sch.compute_inline(write_back), errors.InputWrittenBetweenError,
+                    "sch.compute_inline", 'block "S" writes S_local')

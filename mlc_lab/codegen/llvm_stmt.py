@@ -138,7 +138,8 @@ class StmtEmitter:
         elem = scalar_type(s.buffer.dtype, in_memory=True)
         if _contiguous(index):
             start = self._checked(s.buffer, index)
-            b.store(value, b.gep(base, [start], source_etype=elem), align=_align(s.buffer.dtype))
+            self._store_lanes(value, b.gep(base, [start], source_etype=elem), s.buffer.dtype,
+                              index.lanes)
             return
         lanes = self._checked(s.buffer, index)
         if not isinstance(lanes, list):
@@ -155,7 +156,19 @@ class StmtEmitter:
         typ = value_type(dtype, in_memory=True)
         if _contiguous(index):
             start = self._checked(buffer, index)
-            value = b.load(b.gep(base, [start], source_etype=elem), typ=typ, align=_align(buffer.dtype))
+            value = self._load_lanes(b.gep(base, [start], source_etype=elem), buffer.dtype,
+                                     index.lanes, typ)
+        elif _short_stride(index):
+            # Every stride-th element of one contiguous run: one load of the run, one shuffle.
+            stride, lanes = index.stride.value, index.lanes
+            start = self._checked(buffer, E.Ramp(index.base, E.const(1, index.base.dtype),
+                                                 (lanes - 1) * stride + 1))
+            run = self._load_lanes(b.gep(base, [start], source_etype=elem), buffer.dtype,
+                                   (lanes - 1) * stride + 1,
+                                   ir.VectorType(elem, (lanes - 1) * stride + 1))
+            value = b.shuffle_vector(run, ir.Constant(run.type, ir.Undefined),
+                                     ir.Constant(ir.VectorType(ir.IntType(32), lanes),
+                                                 [k * stride for k in range(lanes)]))
         else:
             lanes = self._checked(buffer, index)
             if not isinstance(lanes, list):
@@ -168,6 +181,45 @@ class StmtEmitter:
         if dt.is_bool(buffer.dtype):
             value = b.icmp_unsigned("!=", value, ir.Constant(typ, None))
         return value
+
+    # Vectors of a width that is not a power of two (13, 26 lanes) are loaded and stored through
+    # masked operations on the next power of two: LLVM legalizes a plain load of such a vector
+    # into pieces and reassembles them lane by lane.
+    # On the stack (a local accumulator) plain accesses stay: LLVM keeps such an array in
+    # registers only when nothing but plain loads and stores touch it.
+    def _load_lanes(self, pointer, dtype: str, lanes: int, typ):
+        if not _masked_width(dtype, lanes) or _on_stack(pointer):
+            return self.builder.load(pointer, typ=typ, align=_align(dtype))
+        wide, mask = self._mask(dtype, lanes)
+        call = self.builder.call(self._masked("load", wide), [pointer, ir.Constant(ir.IntType(32), _align(dtype)),
+                                                              mask, ir.Constant(wide, ir.Undefined)])
+        return self.builder.shuffle_vector(call, ir.Constant(wide, ir.Undefined),
+                                           ir.Constant(ir.VectorType(ir.IntType(32), lanes), list(range(lanes))))
+
+    def _store_lanes(self, value, pointer, dtype: str, lanes: int) -> None:
+        if not _masked_width(dtype, lanes) or not isinstance(value.type, ir.VectorType) \
+                or _on_stack(pointer):
+            self.builder.store(value, pointer, align=_align(dtype))
+            return
+        wide, mask = self._mask(dtype, lanes)
+        widened = self.builder.shuffle_vector(
+            value, ir.Constant(value.type, ir.Undefined),
+            ir.Constant(ir.VectorType(ir.IntType(32), wide.count), list(range(lanes)) + [0] * (wide.count - lanes)))
+        self.builder.call(self._masked("store", wide), [widened, pointer,
+                                                        ir.Constant(ir.IntType(32), _align(dtype)), mask])
+
+    def _mask(self, dtype: str, lanes: int):
+        width = 1 << (lanes - 1).bit_length()
+        wide = ir.VectorType(scalar_type(dtype, in_memory=True), width)
+        return wide, ir.Constant(ir.VectorType(ir.IntType(1), width), [k < lanes for k in range(width)])
+
+    def _masked(self, what: str, wide):
+        suffix = f"v{wide.count}{_MASKED_TYPES[str(wide.element)]}.p0"
+        if what == "load":
+            return self.codegen.extern(f"llvm.masked.load.{suffix}", wide,
+                                       [ir.PointerType(), ir.IntType(32), ir.VectorType(ir.IntType(1), wide.count), wide])
+        return self.codegen.extern(f"llvm.masked.store.{suffix}", ir.VoidType(),
+                                   [wide, ir.PointerType(), ir.IntType(32), ir.VectorType(ir.IntType(1), wide.count)])
 
     def _index(self, buffer, indices):
         if len(indices) != 1:
@@ -206,6 +258,29 @@ class StmtEmitter:
             report = self.codegen.extern("mlc_bounds_error", ir.VoidType(), [ir.IntType(32), i64])
             b.call(report, [ir.Constant(ir.IntType(32), self.codegen.buffer_id(buffer)), wide])
             self.fail(STATUS_OUT_OF_BOUNDS)
+
+
+_MASKED_TYPES = {"float": "f32", "double": "f64", "i32": "i32", "i64": "i64"}
+
+
+def _masked_width(dtype: str, lanes: int) -> bool:
+    """A vector worth a masked access: more than 4 lanes, not a power of two, of a type whose
+    masked operations LLVM lowers well."""
+    return lanes > 4 and lanes & (lanes - 1) != 0 and lanes <= 64 and \
+        str(scalar_type(dtype, in_memory=True)) in _MASKED_TYPES
+
+
+def _on_stack(pointer) -> bool:
+    """Whether ``pointer`` (a getelementptr) points into an alloca."""
+    while isinstance(pointer, ir.instructions.GEPInstr):
+        pointer = pointer.pointer
+    return isinstance(pointer, ir.instructions.AllocaInstr)
+
+
+def _short_stride(index) -> bool:
+    """A Ramp of constant stride 2 to 4: read as one contiguous run and a shuffle."""
+    return isinstance(index, E.Ramp) and isinstance(index.stride, E.IntImm) \
+        and 2 <= index.stride.value <= 4 and isinstance(index.lanes, int)
 
 
 def _contiguous(index) -> bool:

@@ -147,13 +147,16 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool) -> str:
                             "from an init")
     spatial = [n for n, iv in enumerate(ivs) if iv.iter_type == "spatial"]
     reduce_at = [n for n, iv in enumerate(ivs) if iv.iter_type != "spatial"]
+    last = col
+    col = _column(block, extents, spatial, col, lanes)
     along = [r for r in operands(block) if uses_var(r.region, ivs[col].var)]
     others = [n for n in spatial if n != col]
     free = [n for n in others if not any(uses_var(r.region, ivs[n].var) for r in along)]
     row = (free or others)[-1] if others else None
     cols = 2 * lanes if extents[col] % (2 * lanes) == 0 else vector_width(extents[col], lanes)
     vec = lanes if cols % lanes == 0 else cols
-    rows = largest_divisor(extents[row], MAX_ROWS) if row is not None else 1
+    # 16 of the vector registers hold the tile: rows of one vector can be twice as many.
+    rows = largest_divisor(extents[row], MAX_ROWS * 2 // max(1, cols // vec)) if row is not None else 1
     k = reduce_at[-1]
     for region in along:
         _pack(sch, block_rv, block, region, ivs[col].var, ivs[k].var, cols, vec)
@@ -167,7 +170,15 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool) -> str:
     tile = sch.fuse(*outer) if len(outer) > 1 else outer[0]
     annotate(sch, block_rv, vector=vec, unroll=_unroll_inside(sch, block_rv, tile),
              parallel=const_int(sch.get(tile).extent) if parallel else 0)
-    for epilogue in _accumulate_in_tile(sch, block_rv, block, tile):
+    epilogues = _accumulate_in_tile(sch, block_rv, block, tile)
+    if col != last:   # the accumulator tile stored with the columns last, as they are computed
+        order = [f"d{n}" for n in range(len(block.writes[0].region))]
+        at = [n for n, r in enumerate(block.writes[0].region) if r.min is ivs[col].var]
+        if len(at) == 1:
+            moved = order[:at[0]] + order[at[0] + 1:] + [order[at[0]]]
+            sch.transform_layout(block_rv, ("write", 0),
+                                 f"lambda {', '.join(order)}: ({', '.join(moved)})")
+    for epilogue in epilogues:
         inner = sch.get_loops(epilogue)
         last = const_int(sch.get(inner[-1]).extent)
         width = vec if last % vec == 0 else vector_width(last, lanes)
@@ -177,6 +188,21 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool) -> str:
                    and uses_var(r.min, [ivs[n].var for n in spatial])
                    for region in operands(block) for r in region.region)
     return "conv" if windowed else "matmul"
+
+
+def _column(block, extents, spatial, col: int, lanes: int) -> int:
+    """The iterator whose outputs a tile computes as vector lanes: the output's last index,
+    unless its extent has no power-of-two vector width of 4 or more (a convolution's 26 output
+    columns) while another output iterator's extent is a multiple of the vector (its 16 output
+    channels). Vectors of an odd width carried around the reduction loop cost LLVM many
+    shuffles; the tile is then stored transposed."""
+    width = vector_width(extents[col], lanes)
+    if width >= 4 and width & (width - 1) == 0:
+        return col
+    outputs = {r.min for r in block.writes[0].region}
+    better = [n for n in spatial if n != col and extents[n] % lanes == 0
+              and any(block.iter_vars[n].var is m for m in outputs)]
+    return better[-1] if better else col
 
 
 def _pack(sch, block_rv, block, region, col_var, k_var, cols: int, vec: int) -> None:

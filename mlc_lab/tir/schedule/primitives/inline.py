@@ -109,7 +109,7 @@ class InlinePrimitives:
                  f"it writes {buffer.name}, which is not allocated in its scope (an output of the "
                  "function); an output block cannot be inlined")
 
-        check_inputs_not_rewritten(idx, child_blocks(scope), realize, buffer, fail)
+        check_inputs_not_rewritten(idx, child_blocks(scope), realize, buffer, fail, self.state)
         body = _LoadInliner(buffer, index_vars, store.value, inverse).visit(scope.block.body)
         new_func = _rebuild_scope(func, scope, remove_and_insert(body, remove=realize), buffer)
         _check_no_access_left(new_func, buffer, fail)

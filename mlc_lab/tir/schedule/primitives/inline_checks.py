@@ -196,10 +196,13 @@ def _element_keys(indices, iter_vars, guard=None):
     return set(map(tuple, np.stack(cols, axis=1)[keep].tolist()))
 
 
-def check_inputs_not_rewritten(idx, siblings, realize, buffer, fail) -> None:
+def check_inputs_not_rewritten(idx, siblings, realize, buffer, fail, state=None) -> None:
     """compute_inline: the buffers the producer reads keep, until its consumers run, the values
     it read. A block that writes one of them must run wholly before the producer or wholly
-    after every consumer of ``buffer`` (sharing no loop with them)."""
+    after every consumer of ``buffer`` (sharing no loop with them), or, with ``state``, run
+    before the producer within loops that every consumer shares, where each consumer reads only
+    what the producer writes in the same iteration (an accumulator written back under a tile,
+    then read by the epilogue of that tile)."""
     reads = {id(r.buffer): r.buffer for r in realize.block.reads}
     consumers = [s for s in siblings
                  if s is not realize and any(r.buffer is buffer for r in s.block.reads)]
@@ -214,8 +217,37 @@ def check_inputs_not_rewritten(idx, siblings, realize, buffer, fail) -> None:
         loops = {id(lp) for lp in idx.loops_above(other)}
         before = k < position[id(realize)] and not loops & mine
         after = k > last and not loops & (mine | theirs)
-        if not (before or after):
+        within = k < position[id(realize)] and state is not None and \
+            _read_in_the_same_iteration(idx, state, realize, consumers, buffer, loops & mine, position)
+        if not (before or after or within):
             fail(errors.InputWrittenBetweenError,
                  f'block "{other.block.name_hint}" writes {hit.name}, which the block reads, '
                  f"before a consumer of {buffer.name} runs: the inlined value would read the "
                  "new contents", other.block)
+
+
+def _read_in_the_same_iteration(idx, state, realize, consumers, buffer, shared, position) -> bool:
+    """Whether every consumer runs after the producer inside the loops ``shared`` (ids) and, in
+    each iteration of them, reads of ``buffer`` only elements the producer writes in it."""
+    from ..region_cover import covers, read_upper_bound, written_lower_bound
+    chain = [lp for lp in idx.loops_above(realize) if id(lp) in shared]
+    if not chain or not consumers:
+        return False
+    lca = state.get_sref(chain[-1])
+    producer_sref = state.get_sref(realize.block)
+    store = next((w for w in realize.block.writes if w.buffer is buffer), None)
+    if lca is None or producer_sref is None or store is None:
+        return False
+    written = written_lower_bound(store, realize, producer_sref, lca)
+    if written is None:
+        return False
+    for consumer in consumers:
+        c_loops = {id(lp) for lp in idx.loops_above(consumer)}
+        c_sref = state.get_sref(consumer.block)
+        if not shared <= c_loops or position[id(consumer)] < position[id(realize)] or c_sref is None:
+            return False
+        for region in consumer.block.reads:
+            if region.buffer is buffer and not covers(
+                    buffer, [written], read_upper_bound(region, consumer, c_sref, lca)):
+                return False
+    return True
