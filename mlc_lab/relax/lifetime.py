@@ -4,7 +4,7 @@ plans shared storage with, and that the VirtualMachine frees memory and checks p
 Every output of an ``R.call_tir`` or ``R.call_dps_packed`` binding is a *site*: a tensor the
 call allocates (``kind`` names the op). So is the result of a call of a relax or extern
 function (kind "call"), whose memory the callee made. A variable holds a site when it is bound
-to the call, or to an alias of a holder: ``lv1 = lv``, a tuple with it inside (``t = (lv, x)``),
+to the call, or to an alias of a holder: ``lv1 = lv``, a view ``lv1 = R.reshape(lv, shape)``, a tuple with it inside (``t = (lv, x)``),
 or an item of such a tuple (``a = t[0]`` holds element 0 of a two-output call, and only that
 element). A site lives until the last binding that uses one of its holders (``last_use``), never
 less than its own binding. It *escapes* (``last_use`` is None: its memory must outlive the
@@ -25,6 +25,7 @@ from .expr import Call, Function, Op, Tuple, TupleGetItem, Var
 from .struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 
 DPS_OPS = ("relax.call_tir", "relax.call_dps_packed")
+VIEW_OP = "relax.reshape"
 _UNKNOWN = "?"   # a holder keeps the site somewhere inside it, at a place not tracked
 
 
@@ -91,8 +92,10 @@ def tensor_sites(func: Function) -> list[Site]:
                 last_use[len(born)] = index
                 holds[binding.var][len(born)] = () if single else (k,)
                 born.append((index, None if single else k, name, sinfo, call.op.name))
-        elif isinstance(value, (Var, Tuple, TupleGetItem)):
-            holds[binding.var] = held_by(value)
+        elif isinstance(value, (Var, Tuple, TupleGetItem)) or call_to(value, VIEW_OP):
+            # An alias; R.reshape too: the VirtualMachine runs it as a view of the same memory.
+            holds[binding.var] = held_by(value if isinstance(value, (Var, Tuple, TupleGetItem))
+                                         else value.args[0])
             last_use.update((s, index) for s in holds[binding.var])
         else:
             escaping.update(held_by(value))

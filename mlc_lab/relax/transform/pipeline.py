@@ -11,6 +11,7 @@ from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR
 from .legalize_ops import LegalizeOps
+from .rewrite_dataflow_reshape import RewriteDataflowReshape
 from .static_plan_block_memory import StaticPlanBlockMemory
 
 PASSES = [
@@ -21,6 +22,7 @@ PASSES = [
     DeadCodeElimination,
     FuseOps,
     FuseTIR,
+    RewriteDataflowReshape,
     DeadCodeElimination,
     DefaultSchedule,
     StaticPlanBlockMemory,

@@ -35,9 +35,10 @@ class NativeSequence:
     def __init__(self, program, stats, result_bytes: int):
         self.program, self.steps = program, program.steps
         self.stats, self.result_bytes = stats, result_bytes   # those of one call, replayed
-        self.outputs = [(site, shape, np_type) for step in self.steps
+        self.kernels = [step for step in self.steps if _kind(step) == "_Kernel"]
+        self.outputs = [(site, shape, np_type) for step in self.kernels
                         for site, planned, shape, np_type in step.outputs if not planned]
-        self.num_cores = max(step.function.num_cores for step in self.steps)
+        self.num_cores = max(step.function.num_cores for step in self.kernels)
         self.lock = threading.Lock()   # one call at a time uses the workspace
         # The storages of one workspace of the program, for this sequence alone from now on.
         self.workspace = program.idle.pop() if program.layout.sizes else None
@@ -48,7 +49,7 @@ class NativeSequence:
             table[("site", site)] = len(table)
         self.size = len(table)
         calls = []
-        for step in self.steps:
+        for step in self.kernels:
             args = []
             for slot in step.inputs:
                 args.append(self._address(slot, table))
@@ -59,8 +60,9 @@ class NativeSequence:
         # Per step: its register and what fills it (an index into this call's fresh outputs,
         # or a planned storage's view).
         fresh_index = {site: k for k, (site, _, _) in enumerate(self.outputs)}
-        self.assign = [(step.slot, [self.workspace.views[site] if planned else fresh_index[site]
-                                    for site, planned, _, _ in step.outputs]) for step in self.steps]
+        self.assign = [(step.slot, step if _kind(step) != "_Kernel" else
+                        [self.workspace.views[site] if planned else fresh_index[site]
+                         for site, planned, _, _ in step.outputs]) for step in self.steps]
         self.text = _render(calls)
         self.jit = llvm_runtime.JITModule(self.text)
         self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(self.jit.address("sequence"))
@@ -73,7 +75,11 @@ class NativeSequence:
         constant = program.template[slot]
         if constant is not None:
             return ("const", constant.address)
-        for step in self.steps:   # an earlier step's output
+        for step in self.steps:   # an earlier step's output, or a view of one
+            if step.slot == slot and _kind(step) == "_View":
+                return self._address(step.input, table)
+            if step.slot == slot and _kind(step) == "_Bind":
+                raise _NotSequence(f"register {slot} is bound to a tuple item or an alias")
             if step.slot == slot:
                 (site, planned, _, _), = step.outputs
                 return ("const", self.workspace.views[site].address) if planned \
@@ -103,16 +109,21 @@ class NativeSequence:
                 self._fail(status)
             regs = self.program.template.copy()
             regs[:len(args)] = args
+            frame = _Result(regs)
             for slot, items in self.assign:
+                if type(items) is not list:   # a view, or an alias / tuple item
+                    regs[slot] = items.view(regs[items.input], items.static) \
+                        if _kind(items) == "_View" else items.reader(frame)
+                    continue
                 outs = [fresh[item] if type(item) is int else item for item in items]
                 regs[slot] = outs[0] if len(outs) == 1 else tuple(outs)
             stats.replay(self.stats)
-            return self.program.result(_Result(regs)), self.result_bytes
+            return self.program.result(frame), self.result_bytes
         finally:
             self.lock.release()
 
     def _fail(self, status: int):
-        step = self.steps[status >> _STEP_SHIFT]
+        step = self.kernels[status >> _STEP_SHIFT]
         error = step.function._error(status & ((1 << _STEP_SHIFT) - 1),
                                      [None] * len(step.function.func.params), {})
         error.add_note(f"while computing {step.name} in relax function {self.program.name}")
@@ -120,9 +131,17 @@ class NativeSequence:
 
 
 def runs_as_sequence(program) -> bool:
-    """Whether every step of ``program`` is a CPU kernel now called on bare addresses."""
-    return bool(program.steps) and all(
-        getattr(step, "verified", False) and step.packed is None for step in program.steps)
+    """Whether every step of ``program`` is a CPU kernel now called on bare addresses, a view of
+    static shape, or an alias or tuple item (and there is a kernel)."""
+    kinds = [_kind(step) for step in program.steps]
+    return "_Kernel" in kinds and all(
+        kind == "_Bind" or (kind == "_View" and step.static is not None)
+        or (kind == "_Kernel" and step.verified and step.packed is None)
+        for kind, step in zip(kinds, program.steps))
+
+
+def _kind(step) -> str:
+    return type(step).__name__
 
 
 class _Result:

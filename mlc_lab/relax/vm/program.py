@@ -33,7 +33,7 @@ from .check_args import Matcher, evaluate_dim
 from .memory import Layout, MemoryPlan, Workspace
 from .native_sequence import NativeSequence, runs_as_sequence
 
-RUNNABLE_OPS = ("relax.call_tir", "relax.call_dps_packed")
+RUNNABLE_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.reshape")
 
 
 class _Frame:
@@ -173,6 +173,8 @@ class Program:
                 raise _NotRunnable(NotImplementedError(
                     f"the VirtualMachine cannot run {value.op.name}; build the module with "
                     "relax.build, which legalizes it"))
+            if value.op.name == "relax.reshape":
+                return _View(self, value, binding.var, slot)
             return _Kernel(self, dps_call(value), born, slot)
         args = [self._reader(a) for a in value.args]
         if isinstance(value.op, GlobalVar):
@@ -263,6 +265,27 @@ class _Kernel:
             self.function(*inputs, *outputs, *tir_vars)
             self.verified = self.direct
         regs[self.slot] = outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+class _View:
+    """``R.reshape``: the same memory seen with another shape (tensors are contiguous)."""
+
+    def __init__(self, program: Program, call: Call, var, slot: int):
+        self.input, self.slot = program._register(call.args[0]), slot
+        self.static = var.struct_info.static_shape if isinstance(var.struct_info, TensorStructInfo) \
+            else None
+        self.shape = program._reader(call.args[1])
+
+    def run(self, frame) -> None:
+        frame.regs[self.slot] = self.view(frame.regs[self.input],
+                                          self.static or self.shape(frame))
+
+    def view(self, source, shape) -> NDArray:
+        array = source.numpy_view()
+        if int(np.prod(shape)) != array.size:
+            raise ValueError(f"R.reshape: cannot view a tensor of shape {array.shape} "
+                             f"({array.size} elements) as shape {tuple(shape)}")
+        return NDArray.wrap_new(array.reshape(shape), source.device)
 
 
 def _runs_on_addresses(function, prim_func, call: Call, tir_vars) -> bool:
