@@ -7,7 +7,7 @@
 
 Compiled functions are called through ctypes, which releases the GIL for the call. A parallel
 loop calls ``mlc_parallel_for``, which runs one chunk of iterations per core at the same time
-(OpenMP where libgomp is found, else a thread pool). The calling convention itself is
+(a pool of worker threads, see ``parallel``, else a Python thread pool). The calling convention itself is
 documented in ``mlc_lab.codegen.llvm``.
 """
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _setup() -> None:
 
 
 def parallel_backend() -> str:
-    """What runs parallel loops in this process: ``"openmp"`` or ``"python"`` (see
+    """What runs parallel loops in this process: ``"native"`` or ``"python"`` (see
     ``mlc_lab.runtime.parallel``)."""
     _setup()
     return parallel.backend()

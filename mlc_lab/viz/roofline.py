@@ -227,7 +227,7 @@ def _point_colors():
 
 def _measure(num_cores: int, machine: str) -> Peaks:
     from ..testing import timing
-    busy = timing.other_runnable_tasks()      # before: idle OpenMP workers may spin afterwards
+    busy = timing.other_runnable_tasks()      # before: idle pool workers may spin afterwards
     flops_per_second, lanes, chains = _measure_fma(num_cores)
     return Peaks(flops_per_second=flops_per_second, bytes_per_second=_measure_triad(num_cores),
                  num_cores=num_cores, machine=machine, vector_lanes=lanes, fma_chains=chains,

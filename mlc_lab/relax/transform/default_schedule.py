@@ -11,7 +11,7 @@ Each kernel gets the rule of its most demanding block (``default_schedule_rules`
 
 First every spatial intermediate with one spatial consumer is inlined into it (a bias add into
 its ReLU); the loops are parallel only when the target has several cores and the kernel enough work to
-pay for the fork (the target's ``capabilities.parallel_threshold``: 5e4 flops with OpenMP). The rule's name is stored in the kernel's "default_schedule"
+pay for the fork (the target's ``capabilities.parallel_threshold``: 5e4 flops with the native pool). The rule's name is stored in the kernel's "default_schedule"
 attribute; ``default_schedule_report(mod)`` lists them.
 
 A kernel a rule cannot handle (a symbolic shape, an index read from memory, loops already

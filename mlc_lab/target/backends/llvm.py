@@ -19,14 +19,14 @@ class LLVMBackend(Backend):
     kind = "llvm"
     capabilities = Capabilities(
         device_type="cpu",
-        supports_parallel=True,            # one level of T.parallel (OpenMP or a thread pool)
+        supports_parallel=True,            # one level of T.parallel (the worker pool)
         supports_nested_parallel=False,
         supports_vector=True,
         vector_lanes=(2, 4, 8, 16),        # Ramp/Broadcast widths that map to SIMD registers
         supports_thread_binding=False,     # thread-bound loops need "cuda" or "cuda-sim"
         dialect="llvm",
         stack_limit_bytes=STACK_LIMIT_BYTES,
-        parallel_threshold=_min_parallel_flops,   # 5e4 flops with OpenMP, more with a thread pool
+        parallel_threshold=_min_parallel_flops,   # 5e4 flops natively, more with the Python pool
     )
 
     def lower(self, mod, target):
