@@ -2,8 +2,11 @@
 program, measured in this run:
 
 * mm1024: 1024^3 float32 matmul, "llvm -num-cores=2", 64 trials of the automatic space with
-  the gbdt cost model: GFLOPS, x numpy (which BLAS and kernel numpy used is printed), the hand
-  schedule of mlc_lab.testing.matmul_schedules for comparison, and the tuning wall time.
+  the gbdt cost model, on three seeds: GFLOPS, x numpy (which BLAS and kernel numpy used is
+  printed) and the tuning wall time of each, the hand schedule of
+  mlc_lab.testing.matmul_schedules for comparison, and the search's median CPU time per
+  candidate design: sampling one, replaying a mutated one (each postprocessed and verified),
+  its features, its share of a batch prediction.
 * kernels: the course's 128 x 128 matmul with a ScheduleFn space and with the automatic space,
   linear + relu 1x784x128, conv2d 1x64x56x56 with a 3x3 kernel ("llvm --num-cores=1").
 * quality: best-so-far of cost-model search and of random search on one workload over 3
@@ -83,23 +86,42 @@ def header(title):
     print(f"{'program':<34} {'ms':>10} {'GFLOPS':>8} {'x numpy':>8}  note")
 
 
+SEEDS = (0, 1, 2)
+
+
 def bench_mm1024(quick):
     n, trials = (512, 16) if quick else (1024, 64)
-    header(f"matmul {n}^3 float32, {TWO!r}, {trials} trials, automatic space, gbdt "
-           f"(numpy: {blas_name()})")
+    header(f"matmul {n}^3 float32, {TWO!r}, {trials} trials, automatic space, gbdt, seeds "
+           f"{list(SEEDS)} (numpy: {blas_name()})")
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((n, n)).astype("float32") for _ in range(2))
     c = np.empty((n, n), "float32")
     args = [nd.array(a), nd.array(b), nd.empty((n, n), "float32")]
     mod, flops = mm.naive(n), 2.0 * n ** 3
-    database, wall = tune(mod, TWO, trials, seed=0)
     base = numpy_seconds(lambda: np.matmul(a, b, out=c), 7, 100)
     row("numpy np.matmul", base, base, flops)
-    row("tuned (meta_schedule)", tuned_seconds(database, mod, TWO, args), base, flops,
-        f"tuning wall time {wall:.0f} s, {len(database.records())} trials, "
-        f"{sum(r.error is not None for r in database.records())} failed")
+    timings = ms.search_strategy.SearchTimings()
+    for seed in SEEDS:
+        strategy = ms.search_strategy.EvolutionarySearch()
+        database, wall = tune(mod, TWO, trials, seed=seed, strategy=strategy)
+        for kind, values in strategy.timings.seconds.items():
+            timings.seconds[kind].extend(values)
+        row(f"tuned (meta_schedule), seed {seed}", tuned_seconds(database, mod, TWO, args), base, flops,
+            f"tuning wall time {wall:.0f} s, {len(database.records())} trials, "
+            f"{sum(r.error is not None for r in database.records())} failed")
     row("hand schedule (matmul_schedules.best)", kernel_seconds(mm.best_schedule(n).mod, TWO, args),
         base, flops)
+    print_design_times(timings)
+
+
+def print_design_times(timings):
+    """Median CPU time per candidate design of the search's work, over the runs above."""
+    parts = []
+    for kind in ("sample", "replay", "features", "predict"):
+        median = timings.median(kind)
+        count = len(timings.seconds.get(kind, ()))
+        parts.append(f"{kind} {median * 1e3:.2f} ms (n={count})" if median is not None else f"{kind} -")
+    print("search, median CPU time per design: " + ", ".join(parts), flush=True)
 
 
 def linear_relu(m, k, n):

@@ -40,6 +40,10 @@ class Printable:
         return self.script()
 
 
+# class -> the names of its dataclass fields, in declaration order (see Node.fields)
+_FIELD_NAMES: dict = {}
+
+
 class Node(Printable):
     __slots__ = ()
     # Variables and buffers set this to True: they are binders, compared by identity up to a
@@ -51,7 +55,10 @@ class Node(Printable):
 
     def fields(self):
         """(name, value) for every dataclass field, in declaration order."""
-        return [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self)]
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:   # the field list of a class never changes: read it once
+            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in dataclasses.fields(self))
+        return [(name, getattr(self, name)) for name in names]
 
     def replace(self, **changes):
         """A copy of this node with some fields changed (nodes are immutable)."""

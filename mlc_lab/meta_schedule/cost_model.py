@@ -34,6 +34,9 @@ import numpy as np
 
 from .feature import FEATURE_NAMES, extract_features
 
+# How many functions' features a learned model remembers (a few batches' populations).
+FEATURE_CACHE = 1024
+
 
 class CostModel:
     """Base class; see the module docstring for the interface."""
@@ -102,6 +105,9 @@ class LearnedModel(CostModel):
         self.seconds: list = []     # its measured time, inf when it failed
         self.workloads: list = []   # the key of the workload it belongs to
         self.fitted = None
+        # id(func) -> (func, features): search scores one candidate in several generations and
+        # then learns from it; functions are immutable, so their features never change
+        self._feature_cache: dict = {}
 
     @property
     def num_records(self) -> int:
@@ -118,7 +124,7 @@ class LearnedModel(CostModel):
             if not sec > 0:
                 raise ValueError(f"update: a run time must be positive (or inf for a failed "
                                  f"candidate), got {sec}")
-            self.features.append(extract_features(func))
+            self.features.append(self.features_of(func))
             self.seconds.append(sec)
             self.workloads.append(workload or workload_key(func))
         self.refit()
@@ -141,7 +147,28 @@ class LearnedModel(CostModel):
             return self.rng.random(len(funcs))
         if not funcs:
             return np.zeros(0)
-        return self.fitted.predict(np.vstack([extract_features(f) for f in funcs]))
+        return self.predict_features(np.vstack([self.features_of(f) for f in funcs]))
+
+    def predict_features(self, features: np.ndarray) -> np.ndarray:
+        """Scores of candidates given by their feature vectors (one row each)."""
+        if self.fitted is None:
+            return self.rng.random(len(features))
+        return self.fitted.predict(features)
+
+    def has_features(self, func) -> bool:
+        hit = self._feature_cache.get(id(func))
+        return hit is not None and hit[0] is func
+
+    def features_of(self, func) -> np.ndarray:
+        """``extract_features(func)``, remembered for the last ``FEATURE_CACHE`` functions."""
+        hit = self._feature_cache.get(id(func))
+        if hit is not None and hit[0] is func:
+            return hit[1]
+        if len(self._feature_cache) >= FEATURE_CACHE:
+            self._feature_cache.clear()
+        vector = extract_features(func)
+        self._feature_cache[id(func)] = (func, vector)
+        return vector
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "seed": self.seed, "params": self.params,

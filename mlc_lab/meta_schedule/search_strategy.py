@@ -11,11 +11,12 @@ reproducible apart from the timings it measures.
 from __future__ import annotations
 
 import math
+import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir import structural_hash
 from ..tir.schedule.trace import Trace
 from .space_generator import Candidate, SpaceRejectedError
 
@@ -44,11 +45,48 @@ class TuneContext:
         return candidate.sch.mod[self.func_name]
 
 
+class SearchTimings:
+    """CPU seconds per candidate design of what search does, kept per kind of work: "sample" (a
+    fresh design of the space, postprocessed), "replay" (a mutated design), "features" (one
+    candidate's feature vector, computed once) and "predict" (its share of a batch
+    prediction)."""
+
+    def __init__(self):
+        self.seconds: dict = defaultdict(list)
+
+    def add(self, kind: str, seconds: float, count: int = 1) -> None:
+        if count > 0:
+            self.seconds[kind].extend([seconds / count] * count)
+
+    def median(self, kind: str) -> float | None:
+        values = sorted(self.seconds.get(kind, ()))
+        if not values:
+            return None
+        mid = len(values) // 2
+        return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def _timed(timings: SearchTimings, kind: str, make):
+    start = time.process_time()
+    try:
+        return make()
+    finally:
+        timings.add(kind, time.process_time() - start)
+
+
 class SearchStrategy:
     """Base class: ``generate(ctx, n)`` proposes up to ``n`` unmeasured candidates (fewer when the
-    space seems exhausted); ``notify(ctx, candidates, results)`` learns from their measurement."""
+    space seems exhausted); ``notify(ctx, candidates, results)`` learns from their measurement.
+    ``timings`` (SearchTimings) records what producing and scoring each candidate cost."""
 
     max_misses = 16   # samples in a row that bring nothing new before the space counts as exhausted
+
+    @property
+    def timings(self) -> SearchTimings:
+        found = self.__dict__.get("_timings")
+        if found is None:
+            found = self._timings = SearchTimings()
+        return found
 
     def generate(self, ctx: TuneContext, n: int) -> list:
         raise NotImplementedError
@@ -64,7 +102,8 @@ class SearchStrategy:
         (fewer when ``max(n, max_misses)`` samples in a row bring nothing new)."""
         found, misses = [], 0
         while len(found) < n and misses < max(n, self.max_misses):
-            candidate = _try(lambda: ctx.space.sample(ctx.mod, ctx.new_seed()))
+            seed = ctx.new_seed()
+            candidate = _try(lambda: _timed(self.timings, "sample", lambda: ctx.space.sample(ctx.mod, seed)))
             if candidate is not None and _claim(ctx, candidate, taken):
                 found.append(candidate)
                 misses = 0
@@ -113,13 +152,14 @@ class EvolutionarySearch(SearchStrategy):
 
     def _initial_population(self, ctx: TuneContext, size: int) -> list:
         best = ctx.database.get_top_k(ctx.mod, ctx.target, int(size * self.init_measured_ratio))
-        population = [c for c in (_try(lambda r=r: ctx.space.replay(ctx.mod, r.design, ctx.new_seed()))
-                                  for r in best) if c is not None]
+        population = [c for c in (_try(lambda r=r, seed=ctx.new_seed(): _timed(
+                          self.timings, "replay", lambda: ctx.space.replay(ctx.mod, r.design, seed)))
+                          for r in best) if c is not None]
         population += self.sample_new(ctx, size - len(population), {})
         return population
 
     def _next_generation(self, ctx: TuneContext, population: list, size: int) -> list:
-        scores = _scores(ctx, population)
+        scores = _scores(ctx, population, self.timings)
         weights = scores - scores.min() + 1e-6
         children = []
         for _ in range(size):
@@ -135,14 +175,15 @@ class EvolutionarySearch(SearchStrategy):
             return None
         site = sites[int(ctx.rng.integers(len(sites)))]
         seed = ctx.new_seed()
-        return _try(lambda: ctx.space.replay(ctx.mod, parent.design, seed, decisions={site: None}))
+        return _try(lambda: _timed(self.timings, "replay", lambda: ctx.space.replay(
+            ctx.mod, parent.design, seed, decisions={site: None})))
 
     def _pick(self, ctx: TuneContext, pool: list, n: int) -> list:
         """The top-scored ``n`` of the pool, a share eps_greedy of them swapped for random ones;
         fresh samples fill up a pool too small."""
         chosen: list = []
         if pool:
-            order = list(np.argsort(-_scores(ctx, pool), kind="stable"))
+            order = list(np.argsort(-_scores(ctx, pool, self.timings), kind="stable"))
             n_greedy = min(len(pool), n - int(round(n * self.eps_greedy)))
             chosen = [pool[k] for k in order[:n_greedy]]
             rest = [pool[k] for k in order[n_greedy:]]
@@ -153,14 +194,25 @@ class EvolutionarySearch(SearchStrategy):
         return chosen
 
 
-def _scores(ctx: TuneContext, candidates: list) -> np.ndarray:
+def _scores(ctx: TuneContext, candidates: list, timings: SearchTimings | None = None) -> np.ndarray:
     if ctx.cost_model is None:
         return ctx.rng.random(len(candidates))
-    return np.asarray(ctx.cost_model.predict([ctx.func_of(c) for c in candidates]), dtype=float)
+    funcs = [ctx.func_of(c) for c in candidates]
+    model = ctx.cost_model
+    if timings is None or not hasattr(model, "features_of") or getattr(model, "fitted", None) is None:
+        return np.asarray(model.predict(funcs), dtype=float)
+    # a learned model: its features (each computed once) and the batch prediction, timed apart
+    start, fresh = time.process_time(), sum(not model.has_features(f) for f in funcs)
+    features = np.vstack([model.features_of(f) for f in funcs])
+    timings.add("features", time.process_time() - start, fresh)
+    start = time.process_time()
+    scores = np.asarray(model.predict_features(features), dtype=float)
+    timings.add("predict", time.process_time() - start, len(funcs))
+    return scores
 
 
 def _key(candidate: Candidate) -> int:
-    return structural_hash(candidate.sch.mod)
+    return candidate.key
 
 
 def _claim(ctx: TuneContext, candidate: Candidate, taken: dict) -> bool:

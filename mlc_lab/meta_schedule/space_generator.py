@@ -8,12 +8,13 @@ rules (``schedule_rule.py``) applied to every block. Both end with the postproce
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ..ir import structural_hash
 from ..tir.schedule import Schedule, ScheduleError
-from ..tir.schedule.trace import Trace
 from ..tir.verify import VerifyError
 from ..tir.schedule.policy.postproc import block_names, default_postprocs, prim_func_names
+from .replay_cache import ReplayCache
 from .schedule_rule import default_rules
 
 
@@ -27,6 +28,15 @@ class Candidate:
     steps before postprocessing) as JSON, which mutation replays with new decisions."""
     sch: Schedule
     design: list
+    _key: tuple | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def key(self) -> int:
+        """The structural hash of the scheduled module (what tells candidates apart), computed
+        once: the module of a finished candidate does not change."""
+        if self._key is None or self._key[0] is not self.sch.mod:
+            self._key = (self.sch.mod, structural_hash(self.sch.mod))
+        return self._key[1]
 
 
 class SpaceGenerator:
@@ -34,6 +44,14 @@ class SpaceGenerator:
 
     def __init__(self, postprocs=None):
         self.postprocs = default_postprocs() if postprocs is None else list(postprocs)
+
+    @property
+    def replay_cache(self) -> ReplayCache:
+        """Where replays of this space resume from (made on first use)."""
+        cache = self.__dict__.get("_replay_cache")
+        if cache is None:
+            cache = self._replay_cache = ReplayCache()
+        return cache
 
     def design(self, sch: Schedule) -> Schedule:
         raise NotImplementedError
@@ -50,9 +68,8 @@ class SpaceGenerator:
     def replay(self, mod, design: list, seed: int, decisions: dict | None = None) -> Candidate:
         """Replay a design's trace on ``mod``; ``decisions`` maps instruction index -> a new
         decision (None: sample that instruction afresh). Raises SpaceRejectedError."""
-        sch = Schedule(mod, seed=seed)
         try:
-            Trace.from_json(design).apply_to_schedule(sch, decisions=decisions)
+            sch = self.replay_cache.replay(_new_schedule, mod, design, seed, decisions)
         except (ScheduleError, VerifyError) as err:
             raise SpaceRejectedError(f"replaying the design failed: {err}") from err
         return self.finish(sch)
@@ -69,6 +86,10 @@ class SpaceGenerator:
         except (ScheduleError, VerifyError) as err:
             raise SpaceRejectedError(f"postprocessing failed: {err}") from err
         return Candidate(sch, design)
+
+
+def _new_schedule(mod, seed: int) -> Schedule:
+    return Schedule(mod, seed=seed)
 
 
 class ScheduleFn(SpaceGenerator):

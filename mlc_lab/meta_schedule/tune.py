@@ -125,7 +125,7 @@ def tune_tir(mod, target, max_trials_global: int | None = None, num_trials_per_i
                                       result.error, len(Trace.json_kinds(candidate.design)), task_name, flops,
                                       label)
                 database.commit_record(mod, record)
-                ctx.measured.add(structural_hash(candidate.sch.mod))
+                ctx.measured.add(candidate.key)
                 if result.error:
                     logger.warning("%s: trial %d failed: %s", task_name, trials + 1,
                                    result.error.splitlines()[0])
@@ -134,7 +134,7 @@ def tune_tir(mod, target, max_trials_global: int | None = None, num_trials_per_i
             progress.update(len(batch), database.best(mod, target), database.records(mod, target))
 
         start = _default_candidate(mod, target) if baseline else None
-        if start is not None and structural_hash(start.sch.mod) not in ctx.measured:
+        if start is not None and start.key not in ctx.measured:
             measure([start], DEFAULT_SEARCH)
         while trials < max_trials_global:
             batch = strategy.generate(ctx, min(num_trials_per_iter, max_trials_global - trials))

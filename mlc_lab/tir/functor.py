@@ -45,8 +45,12 @@ def _visit_method(instance: Any, node_cls: type):
 
 def _dispatch(instance: Any, node: Node):
     """``instance.visit_<Name>(node)``, or ``instance.generic_visit(node)`` when there is none."""
-    method = _visit_method(instance, type(node))
-    return method(node) if method is not None else instance.generic_visit(node)
+    try:   # the common case, a class met before, without building a bound method twice
+        name = type(instance).__dict__["_visit_cache"][type(node)]
+    except KeyError:
+        method = _visit_method(instance, type(node))
+        return method(node) if method is not None else instance.generic_visit(node)
+    return getattr(instance, name)(node) if name else instance.generic_visit(node)
 
 
 class StmtExprVisitor:

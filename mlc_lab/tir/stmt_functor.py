@@ -133,7 +133,39 @@ def uses_var(node: Any, var_or_vars) -> bool:
     (True, False, True)
     """
     wanted = {id(var_or_vars)} if isinstance(var_or_vars, E.Var) else {id(v) for v in var_or_vars}
+    if isinstance(node, E.PrimExpr):
+        found = _expr_uses(node, wanted)
+        if found is not None:
+            return found
     return any(id(v) in wanted for v in free_vars(node))
+
+
+def _expr_uses(expr, wanted: set) -> bool | None:
+    """``uses_var`` for an expression of the loop IR's own kinds, which bind no variables (every
+    variable in one is free), with an early exit; None when the expression holds a node of
+    another kind, left to the general scan."""
+    todo = [expr]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, E.Var):
+            if id(node) in wanted:
+                return True
+            continue
+        cls = type(node)
+        if cls.__module__ != E.__name__:
+            return None
+        for _, value in node.fields():
+            if isinstance(value, E.PrimExpr):
+                todo.append(value)
+            elif isinstance(value, (tuple, list)):
+                for item in value:
+                    if isinstance(item, E.PrimExpr):
+                        todo.append(item)
+                    elif isinstance(item, (Node, tuple, list)):
+                        return None
+            elif isinstance(value, Node) and not isinstance(value, S.Buffer):
+                return None   # (a load's buffer: its shape is not a use)
+    return False
 
 
 class _Collect(StmtExprVisitor):

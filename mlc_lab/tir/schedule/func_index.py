@@ -1,13 +1,15 @@
 """Finding blocks and loops in a PrimFunc and replacing subtrees (the schedule's plumbing)."""
 from __future__ import annotations
 
+import dataclasses
+
 from .. import stmt as S
-from ..functor import StmtExprVisitor
 from ..stmt_functor import StmtReplacer
 
 
-class _PathFinder(StmtExprVisitor):
-    """Records, for every For and BlockRealize, the chain of For/BlockRealize nodes above it."""
+class _PathFinder:
+    """Records, for every For and BlockRealize, the chain of For/BlockRealize nodes above it.
+    Only statements hold loops and blocks: expressions are not walked."""
 
     def __init__(self):
         self.stack: list = []
@@ -16,28 +18,29 @@ class _PathFinder(StmtExprVisitor):
         self.loops: dict[int, S.For] = {}
         self.order: list = []
 
-    def visit_For(self, node: S.For):
-        self.paths[id(node)] = list(self.stack)
-        self.loops[id(node.loop_var)] = node
-        self.order.append(node)
-        self.stack.append(node)
-        self.visit(node.body)
-        self.stack.pop()
-
-    def visit_BlockRealize(self, node: S.BlockRealize):
-        self.paths[id(node)] = list(self.stack)
-        self.blocks[node.block.name_hint] = node
-        self.order.append(node)
-        self.stack.append(node)
-        if node.block.init is not None:
-            self.visit(node.block.init)
-        self.visit(node.block.body)
-        self.stack.pop()
-
-    def generic_visit(self, node):
-        # Only statements hold loops and blocks; skip expressions for speed.
-        if isinstance(node, S.Stmt):
-            super().generic_visit(node)
+    def visit(self, node) -> None:
+        if isinstance(node, S.For):
+            self.paths[id(node)] = list(self.stack)
+            self.loops[id(node.loop_var)] = node
+            self.order.append(node)
+            self.stack.append(node)
+            self.visit(node.body)
+            self.stack.pop()
+        elif isinstance(node, S.BlockRealize):
+            self.paths[id(node)] = list(self.stack)
+            self.blocks[node.block.name_hint] = node
+            self.order.append(node)
+            self.stack.append(node)
+            if node.block.init is not None:
+                self.visit(node.block.init)
+            self.visit(node.block.body)
+            self.stack.pop()
+        elif isinstance(node, S.Stmt):
+            for name in _stmt_fields(type(node)):
+                self.visit(getattr(node, name))
+        elif isinstance(node, (tuple, list)):
+            for item in node:
+                self.visit(item)
 
 
 class FuncIndex:
@@ -89,29 +92,80 @@ class FuncIndex:
                 and any(id(r.buffer) in buffers for r in getattr(other.block, their_side))]
 
 
-class _ChildBlocks(StmtExprVisitor):
-    def __init__(self):
-        self.found: list = []
-
-    def visit_BlockRealize(self, node):
-        self.found.append(node)
-
-    def generic_visit(self, node):
-        if isinstance(node, S.Stmt):
-            super().generic_visit(node)
+def _collect_child_blocks(node, found: list) -> None:
+    # only statements hold blocks: expressions are not walked
+    if isinstance(node, S.BlockRealize):
+        found.append(node)
+    elif isinstance(node, S.Stmt):
+        for name in _stmt_fields(type(node)):
+            _collect_child_blocks(getattr(node, name), found)
+    elif isinstance(node, (tuple, list)):
+        for item in node:
+            _collect_child_blocks(item, found)
 
 
 def child_blocks(stmt) -> list:
     """BlockRealizes under ``stmt`` that are not nested inside another block under it."""
-    collector = _ChildBlocks()
-    if isinstance(stmt, S.BlockRealize):
-        collector.visit(stmt.block.body)
-    else:
-        collector.visit(stmt)
-    return collector.found
+    found: list = []
+    _collect_child_blocks(stmt.block.body if isinstance(stmt, S.BlockRealize) else stmt, found)
+    return found
 
 
 def replace_stmts(func, replacements: dict):
     """``func`` with each statement ``old`` (keyed by id) replaced by ``replacements[id(old)]``."""
-    new_body = StmtReplacer(replacements).visit(func.body)
+    if not replacements:
+        return func
+    walk = _StmtWalk(replacements)
+    new_body = walk.visit(func.body)
+    if walk.used != len(replacements):
+        # a key that is no statement of the tree (or lies under another replaced one): the
+        # general mutator, which looks at every node, decides what it means
+        new_body = StmtReplacer(replacements).visit(func.body)
     return func.replace(body=new_body)
+
+
+_STMTS = (S.Stmt, S.Block)
+_MISSING = object()
+_STMT_FIELDS: dict = {}
+
+
+def _stmt_fields(cls) -> tuple:
+    """The fields of a statement class that may hold statements: for the statements of the loop
+    IR, read off their declared types; for any other class, every field."""
+    names = _STMT_FIELDS.get(cls)
+    if names is None:
+        known = cls.__module__ == S.__name__
+        names = _STMT_FIELDS[cls] = tuple(
+            f.name for f in dataclasses.fields(cls)
+            if not known or f.name == "seq" or any(word in str(f.type) for word in ("Stmt", "Block")))
+    return names
+
+
+class _StmtWalk:
+    """StmtReplacer's rewrite, descending into statements only (the common, fast case): nodes
+    are rebuilt only on the way to a replaced statement; ``used`` counts the replacements made."""
+
+    def __init__(self, replacements: dict):
+        self.replacements = replacements
+        self.used = 0
+
+    def visit(self, node):
+        new = self.replacements.get(id(node), _MISSING)
+        if new is not _MISSING:
+            self.used += 1
+            return new
+        if isinstance(node, _STMTS):
+            changes = {}
+            for name in _stmt_fields(type(node)):
+                value = getattr(node, name)
+                if value is not None:
+                    new = self.visit(value)
+                    if new is not value:
+                        changes[name] = new
+            return node.replace(**changes) if changes else node
+        if isinstance(node, (tuple, list)):
+            new = [self.visit(item) for item in node]
+            if all(a is b for a, b in zip(new, node)):
+                return node
+            return type(node)(new)
+        return node

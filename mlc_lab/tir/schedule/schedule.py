@@ -209,7 +209,15 @@ class ScheduleBase:
         return self._mod[func_name]
 
     def _index(self, func_name: str) -> FuncIndex:
-        return FuncIndex(self._mod[func_name])
+        # Functions are immutable and every primitive installs a new one, so the index of the
+        # last function asked about stays right for as long as that very object is current.
+        func = self._mod[func_name]
+        cached = self.__dict__.get("_index_cache")
+        if cached is not None and cached[0] is func:
+            return cached[1]
+        index = FuncIndex(func)
+        self._index_cache = (func, index)
+        return index
 
     def _update(self, func_name: str, new_func: PrimFunc, primitive: str) -> None:
         """Install ``new_func``; in debug mode first verify it, with check_numerics first prove it

@@ -295,15 +295,21 @@ class Trace:
 
     # -- replay ----------------------------------------------------------------------------
     def apply_to_schedule(self, sch, remove_postproc: bool = False, decisions: dict | None = None,
-                          decision_provider=None):
+                          decision_provider=None, *, start: int = 0, rv_map: dict | None = None,
+                          before_step=None):
         """Replay every instruction on ``sch``; ``decisions`` maps instruction index -> a new
         decision for sampling instructions.
 
         ``remove_postproc`` stops the replay at ``sch.enter_postproc()``, the mark after which a
         tuner's postprocessing steps follow. ``decision_provider(inst, inputs, attrs, decision)``,
         when given, returns the decision to use for each sampling instruction (its inputs and
-        attrs as ``inst.inputs`` / ``inst.attrs`` give them, before replay)."""
-        rv_map: dict = {}
+        attrs as ``inst.inputs`` / ``inst.attrs`` give them, before replay).
+
+        A replay can be resumed: ``start`` skips the first instructions, ``sch`` being the schedule
+        as replaying them left it and ``rv_map`` the values they bound (id of a random variable of
+        this trace -> its value in ``sch``). ``before_step(index, sch, rv_map)``, when given, is
+        called before each instruction is replayed (a tuner keeps schedules to resume from)."""
+        rv_map = {} if rv_map is None else rv_map
 
         def dec(v):
             if isinstance(v, dict) and "rv" in v:
@@ -313,9 +319,12 @@ class Trace:
             if isinstance(v, list):
                 return [dec(x) for x in v]
             return v
-        for index, inst in enumerate(self.insts):
+        for index in range(start, len(self.insts)):
+            inst = self.insts[index]
             if remove_postproc and inst.kind == "enter_postproc":
                 break
+            if before_step is not None:
+                before_step(index, sch, rv_map)
             kwargs = {k: dec(v) for k, v in inst.kwargs.items()}
             decision = (decisions or {}).get(index, inst.decision)
             if decision_provider is not None and decision is not None:
