@@ -16,12 +16,20 @@ baseline is timed before and after the compiled runs and its faster median kept,
 may be shared. onnx, onnxruntime and torch are optional (pip install -e '.[bench]'); a missing
 one leaves its column empty. Nothing is asserted: a wrong result is printed as a note.
 
-Run: python bench/e2e.py [--quick]   (quick: batch 1 only, fewer repeats, 8 trials of tuning)
+--busy then starts as many processes spinning on the CPU as there are cores and times every model
+again beside them: a shared JupyterHub server or a laptop compiling in the background. Each
+column's slowdown (busy / quiet) is printed, and ours against onnxruntime's in the same run. torch,
+where installed, is imported in this process (its baseline), so every figure is measured with
+its own OpenMP runtime loaded beside ours.
+
+Run: python bench/e2e.py [--quick] [--busy]   (quick: batch 1 only, fewer repeats, 8 trials of
+tuning)
 """
 import argparse
 import contextlib
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import mlc_lab  # noqa: E402
 from mlc_lab import meta_schedule as ms, nd, relax  # noqa: E402
 from mlc_lab.frontend import nn  # noqa: E402
+from mlc_lab.runtime import llvm_runtime  # noqa: E402
 from mlc_lab.target import Target  # noqa: E402
 from baselines import (INSTALL_HINT, numpy_baseline, onnxruntime_baseline,  # noqa: E402
                        torch_baseline, traced_peak)
@@ -54,10 +63,11 @@ def mlp(sizes, seed=0):
     return nn.Sequential(*layers)
 
 
-def small_cnn(seed=0):
-    """conv 3x3 (1 -> 8 channels) - relu - maxpool 2x2 - flatten - linear to 10 classes, 28x28 input."""
-    return nn.Sequential(nn.Conv2d(1, 8, 3, seed=seed), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                         nn.Linear(8 * 13 * 13, 10, seed=seed + 1))
+def small_cnn(seed=0, filters=16):
+    """conv 3x3 (1 -> 16 channels, with bias) - relu - maxpool 2x2 - flatten - linear to 10
+    classes, 28x28 input."""
+    return nn.Sequential(nn.Conv2d(1, filters, 3, seed=seed), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(filters * 13 * 13, 10, seed=seed + 1))
 
 
 def cases(quick):
@@ -113,6 +123,7 @@ def compiled(mod, build_options, x, want, repeat, min_repeat_ms):
     timer = vm.time_evaluator("main", mlc_lab.cpu(), number=1, repeat=repeat,
                               min_repeat_ms=min_repeat_ms)
     return {"seconds": timer(x_nd).median, "build_s": build_s, "kernels": kernel_calls(ex.mod),
+            "call": lambda: vm["main"](x_nd),
             "err": err, "vm": first_call, "again": vm.memory_stats()["bytes_allocated"],
             "traced": traced, "plan": relax.transform.memory_stats(ex.mod)}
 
@@ -169,7 +180,7 @@ def measure(quick, trials, repeat, min_repeat_ms, missing):
         notes += [f"{level} WRONG RESULT (max err {run['err']:.2g})"
                   for level, run in runs.items() if run["err"] > 1e-3]
         seconds.update({level: run["seconds"] for level, run in runs.items()})
-        rows.append({"name": name, "shape": shape, "base": base, "runs": runs, "seconds": seconds,
+        rows.append({"name": name, "shape": shape, "x": x, "base": base, "runs": runs, "seconds": seconds,
                      "notes": notes, "bytes": {label: b.bytes_allocated(x) for label, b in base.items()
                                                if b.bytes_allocated is not None}})
         print(f"  measured {name} {'x'.join(map(str, shape))}", file=sys.stderr, flush=True)
@@ -227,7 +238,38 @@ def print_tables(rows):
               f" {nbytes['numpy']:>8} {o1['traced']:>8} {fmt(nbytes.get('torch'), '', 8)}")
 
 
-def print_targets(rows, quick):
+def busy_slowdowns(rows, repeat, min_repeat_ms) -> dict:
+    """Time every model again beside one process spinning per core; prints the table and returns
+    {id(row): {column: busy seconds / quiet seconds}}."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(os.cpu_count() or 1)]
+    slowdowns = {}
+    try:
+        for row in rows:
+            calls = {label: (lambda b=b: b.run(row["x"])) for label, b in row["base"].items()}
+            calls.update({level: run["call"] for level, run in row["runs"].items()
+                          if level in ("O1", "tuned")})
+            slowdowns[id(row)] = {label: numpy_seconds(call, repeat, min_repeat_ms) / row["seconds"][label]
+                                  for label, call in calls.items()}
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    columns = ["numpy", "ort", "torch", "O1", "tuned"]
+    print(f"\nbusy machine: {len(spinners)} processes spinning (one per core); slowdown = busy time "
+          "/ quiet time per column; ours/ort = our worst slowdown / onnxruntime's")
+    header = f"{'model':<21} {'input':<12}" + "".join(f" {c:>8}" for c in columns) + f" {'ours/ort':>9}"
+    print(header + "\n" + "-" * len(header))
+    for row in rows:
+        seen = slowdowns[id(row)]
+        ours = max((seen[k] for k in ("O1", "tuned") if k in seen), default=None)
+        print(f"{row['name']:<21} {'x'.join(map(str, row['shape'])):<12}"
+              + "".join(" " + fmt(seen.get(c), ".2f", 8) for c in columns)
+              + " " + fmt(ours / seen["ort"] if ours and "ort" in seen else None, ".2f", 9))
+    return slowdowns
+
+
+def print_targets(rows, quick, busy=None):
     """The targets, each with its measured value and PASS or MISS; never asserted."""
     def seconds(name, batch, key):
         row = next((r for r in rows if r["name"] == name and r["shape"][0] == batch), None)
@@ -246,24 +288,34 @@ def print_targets(rows, quick):
 
     def time_ratio(name, batch, baseline, ours):
         return seconds(name, batch, baseline) / seconds(name, batch, ours), ""
-    targets = [
+    cnn = "cnn conv-pool-linear"
+    targets = [(f"cnn batch {b}, default build (O1) >= onnxruntime", lambda v: v >= 1.0, "x",
+                lambda b=b: time_ratio(cnn, b, "ort", "O1")) for b in (1, 8, 64)]
+    targets += [(f"cnn batch {b}, tuned >= 1.5x onnxruntime", lambda v: v >= 1.5, "x",
+                 lambda b=b: time_ratio(cnn, b, "ort", "tuned")) for b in (1, 8, 64)]
+    targets += [
+        ("mlp 64-64-10 batch 1, O1 latency <= onnxruntime's", lambda v: v >= 1.0, "x",
+         lambda: time_ratio("mlp 64-64-10", 1, "ort", "O1")),
         ("mlp 784-256-10 batch 64, default schedules (O1) >= 1.0x numpy", lambda v: v >= 1.0, "x",
          lambda: time_ratio("mlp 784-256-10", 64, "numpy", "O1")),
         ("mlp 784-256-10 batch 64, tuned >= onnxruntime", lambda v: v >= 1.0, "x",
          lambda: time_ratio("mlp 784-256-10", 64, "ort", "tuned")),
-        ("mlp 64-64-10 batch 1, O1 latency <= 2x onnxruntime's", lambda v: v <= 2.0, "x (O1 / ort)",
-         lambda: time_ratio("mlp 64-64-10", 1, "O1", "ort")),
         ("cnn batch 8, default schedules (O1) >= 3x numpy", lambda v: v >= 3.0, "x",
-         lambda: time_ratio("cnn conv-pool-linear", 8, "numpy", "O1")),
+         lambda: time_ratio(cnn, 8, "numpy", "O1")),
         ("no model slower after fusion (fold / O1 >= 1 on every row)", lambda v: v >= 1.0, "x",
          lambda: extreme(min, lambda r: r["seconds"]["fold"] / r["seconds"]["O1"], "lowest")),
         ("planned peak memory <= unplanned (memory_stats, every row)", lambda v: v <= 1.0, "",
          lambda: extreme(max, lambda r: r["runs"]["O1"]["plan"]["planned_peak_bytes"]
                          / max(r["runs"]["O1"]["plan"]["unplanned_peak_bytes"], 1),
                          "highest planned/unplanned")),
-        ("relax.build of the CNN (default options) < 0.5 s", lambda v: v < 0.5, " s",
+        ("relax.build of the CNN (default options) < 0.3 s", lambda v: v < 0.3, " s",
          lambda: extreme(max, lambda r: r["runs"]["O1"]["build_s"], "slowest",
                          [r for r in rows if r["name"].startswith("cnn")]))]
+    if busy is not None:
+        targets.append(("busy machine: no model slows down more than 1.5x what onnxruntime does",
+                        lambda v: v <= 1.5, "x", lambda: extreme(
+                            max, lambda r: max(busy[id(r)][k] for k in ("O1", "tuned") if k in busy[id(r)])
+                            / busy[id(r)]["ort"], "worst", [r for r in rows if "ort" in busy[id(r)]])))
     print("\ntargets (measured in this run; PASS/MISS is printed, never asserted)")
     for label, passes, unit, value_of in targets:
         try:
@@ -277,6 +329,8 @@ def print_targets(rows, quick):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="batch 1 only, fewer repeats")
+    parser.add_argument("--busy", action="store_true",
+                        help="then time every model again beside one spinning process per core")
     args = parser.parse_args(argv)
     repeat, min_repeat_ms, trials = (3, 20, 8) if args.quick else (7, 100, 32)
     try:
@@ -292,10 +346,13 @@ def main(argv=None):
     missing = set()
     with limits:
         rows = measure(args.quick, trials, repeat, min_repeat_ms, missing)
+        busy = busy_slowdowns(rows, repeat, min_repeat_ms) if args.busy else None
     for line in sorted(missing):
         print(line)
+    print(f"torch imported in this process: {'yes' if 'torch' in sys.modules else 'no'}; parallel "
+          f"loops: {llvm_runtime.parallel_backend()}")
     print_tables(rows)
-    print_targets(rows, args.quick)
+    print_targets(rows, args.quick, busy)
     build_times = [run["build_s"] for row in rows for level, run in row["runs"].items() if level in LEVELS]
     print(f"\nrelax.build latency ({TARGET}, all models, levels O0/fold/O1): median "
           f"{statistics.median(build_times) * 1e3:.0f} ms, max {max(build_times) * 1e3:.0f} ms")

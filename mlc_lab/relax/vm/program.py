@@ -18,6 +18,8 @@ the shapes checked.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...ir.module import GlobalVar
@@ -282,7 +284,7 @@ class _View:
 
     def view(self, source, shape) -> NDArray:
         array = source.numpy_view()
-        if int(np.prod(shape)) != array.size:
+        if shape is not self.static and math.prod(shape) != array.size:   # static: checked at build
             raise ValueError(f"R.reshape: cannot view a tensor of shape {array.shape} "
                              f"({array.size} elements) as shape {tuple(shape)}")
         return NDArray.wrap_new(array.reshape(shape), source.device)
