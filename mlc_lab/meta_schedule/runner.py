@@ -100,7 +100,7 @@ class LocalRunner:
     (``f(mod, target) -> runtime Module``; a module-level function, as the worker imports it).
     """
 
-    def __init__(self, number: int = 3, repeat: int = 3, min_repeat_ms: float = 0,
+    def __init__(self, number: int = 3, repeat: int = 3, min_repeat_ms: float = 2,
                  timing_budget_sec: float = 2.0, timeout_sec: float = 30,
                  reference_timeout_sec: float = 600, rtol: float = 1e-3, atol: float = 1e-3,
                  build_func=default_build):
