@@ -147,8 +147,12 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool) -> str:
                             "from an init")
     spatial = [n for n, iv in enumerate(ivs) if iv.iter_type == "spatial"]
     reduce_at = [n for n, iv in enumerate(ivs) if iv.iter_type != "spatial"]
+    windowed = any(uses_var(r.min, [ivs[n].var for n in reduce_at])
+                   and uses_var(r.min, [ivs[n].var for n in spatial])
+                   for region in operands(block) for r in region.region)
     last = col
-    col = _column(block, extents, spatial, col, lanes)
+    if windowed:
+        col = _column(block, extents, spatial, col, lanes)
     along = [r for r in operands(block) if uses_var(r.region, ivs[col].var)]
     others = [n for n in spatial if n != col]
     free = [n for n in others if not any(uses_var(r.region, ivs[n].var) for r in along)]
@@ -184,18 +188,16 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool) -> str:
         width = vec if last % vec == 0 else vector_width(last, lanes)
         split_last(sch, inner, last, width)
         annotate(sch, epilogue, vector=width, unroll=_unroll_inside(sch, epilogue, tile))
-    windowed = any(uses_var(r.min, [ivs[n].var for n in reduce_at])
-                   and uses_var(r.min, [ivs[n].var for n in spatial])
-                   for region in operands(block) for r in region.region)
     return "conv" if windowed else "matmul"
 
 
 def _column(block, extents, spatial, col: int, lanes: int) -> int:
-    """The iterator whose outputs a tile computes as vector lanes: the output's last index,
-    unless its extent has no power-of-two vector width of 4 or more (a convolution's 26 output
-    columns) while another output iterator's extent is a multiple of the vector (its 16 output
-    channels). Vectors of an odd width carried around the reduction loop cost LLVM many
-    shuffles; the tile is then stored transposed."""
+    """For a convolution, the iterator whose outputs a tile computes as vector lanes: the
+    output's last index, unless its extent has no power-of-two vector width of 4 or more (26
+    output columns) while another output iterator's extent is a multiple of the vector (16
+    output channels); the tile is then stored transposed. Odd-width vectors read through a
+    window, at a new offset every reduction step, cost LLVM many shuffles (measured: 6x); a
+    matmul's odd-width columns (10 classes) stay, as they are fast and transposing is not."""
     width = vector_width(extents[col], lanes)
     if width >= 4 and width & (width - 1) == 0:
         return col
