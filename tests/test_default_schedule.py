@@ -65,6 +65,9 @@ def max_pool(x):
 # name: (input shapes, graph, numpy, {kernel: rule})
 KERNELS = {
     "dense": ([(64, 200), (96, 200)], R.dense, lambda x, w: x @ w.T, {"dense": "matmul"}),
+    # batch 1: the weights are read once, along the reduction: dot products stream them
+    "dense_matrix_vector": ([(1, 784), (128, 784)], R.dense, lambda x, w: x @ w.T,
+                            {"dense": "reduction"}),
     "matmul_bias_relu": ([(64, 128), (128, 96), (96,)],
                          lambda x, w, b: R.relu(R.add(R.matmul(x, w), b)),
                          lambda x, w, b: np.maximum(x @ w + b, 0),

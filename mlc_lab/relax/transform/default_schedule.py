@@ -56,9 +56,10 @@ from ...tir.schedule.policy.postproc import (RewriteParallelVectorizeUnroll, Rew
                                              blocks)
 from ...tir.function import PrimFunc
 from ...tir.schedule import Schedule, ScheduleError
-from ...tir.stmt_functor import post_order_visit
+from ...tir.expr import IntImm
+from ...tir.stmt_functor import post_order_visit, uses_var
 from ...tir import dtype, stmt as S
-from .default_schedule_rules import (Unschedulable, inline_elementwise,
+from .default_schedule_rules import (Unschedulable, contiguous, inline_elementwise,
                                      reduce, tile_reduction, vectorize_spatial)
 
 ATTR = "default_schedule"
@@ -133,16 +134,37 @@ def default_schedule(func: PrimFunc, lanes: int = 16, cores: int = 1,
     return rule, sch
 
 
+def _streams(block) -> bool:
+    """A matrix-vector product (dense at batch 1): the operand that every output reads a
+    different part of, the weights, is read once in all (its only unused iterators have extent
+    1), along the reduction, contiguously. Dot products along that run, in vector partial sums
+    (the ``reduce`` rule), stream it; a register tile over the outputs would copy it first."""
+    k = block.iter_vars[-1]
+    extents = {id(iv.var): iv.dom.extent.value if isinstance(iv.dom.extent, IntImm) else None
+               for iv in block.iter_vars}
+    if k.iter_type == "spatial" or None in extents.values():
+        return False
+
+    def used(region):
+        return [iv for iv in block.iter_vars if uses_var(region.region, iv.var)]
+    operands = [r for r in block.reads if all(w.buffer is not r.buffer for w in block.writes)]
+    if not operands:
+        return False
+    big = max(operands, key=lambda r: math.prod(extents[id(iv.var)] for iv in used(r)))
+    return contiguous(big, k.var) and all(
+        extents[id(iv.var)] == 1 for iv in block.iter_vars if iv not in used(big))
+
+
 def _apply_rules(sch, lanes: int, parallel: bool) -> str:
     """Inline, then give each block the rule of its kind, the most demanding kinds first. The
     kernel's rule is that of the first block scheduled; when none is, the first reason."""
     inline_elementwise(sch)
     found = blocks(sch, "main")
-    reuse = [b for b in found if is_reduction(b) and has_data_reuse(b)]
+    reuse = [b for b in found if is_reduction(b) and has_data_reuse(b) and not _streams(b)]
     if len(reuse) > 1:
         raise Unschedulable(f"{len(reuse)} reductions with data reuse in one kernel")
     groups = [(tile_reduction, reuse),
-              (reduce, [b for b in found if is_reduction(b) and not has_data_reuse(b)]),
+              (reduce, [b for b in found if is_reduction(b) and (not has_data_reuse(b) or _streams(b))]),
               (vectorize_spatial, None)]
     rules, reasons = [], []
     for rule, group in groups:
