@@ -703,3 +703,36 @@ def test_a_strided_run_is_bounds_checked_at_its_last_element():
     with pytest.raises(IndexError, match="buffer A: index 14 is out of bounds"):
         compile_one(strided_past_the_end, **{"bounds-check": True})(np.zeros(14, "float32"),
                                                                     np.zeros(8, "float32"))
+
+
+def test_a_loop_never_waits_for_the_pool_when_another_caller_holds_it():
+    # Caller A's loop is stuck in a chunk; caller B, meanwhile, runs its whole loop on its own
+    # thread and returns: the pool is never waited for.
+    compiled = compile_one(parallel_rows, **{"num-cores": 2})
+    a_started, release = threading.Event(), threading.Event()
+    b_threads = set()
+
+    def hook(begin, end):
+        me = threading.current_thread().name
+        if me == "caller-a" or me.startswith("mlc_lab-worker"):
+            a_started.set()
+            assert release.wait(20)
+        else:
+            b_threads.add(me)
+    data = rand(6400)
+    out_a, out_b = np.zeros(100, "float32"), np.zeros(100, "float32")
+    llvm_runtime.set_chunk_hook(hook)
+    try:
+        caller_a = threading.Thread(target=compiled, args=(data, out_a, 64), name="caller-a")
+        caller_a.start()
+        assert a_started.wait(20)
+        compiled(data, out_b, 64)          # returns while A is still blocked
+        assert not release.is_set() and caller_a.is_alive()
+        release.set()
+        caller_a.join(20)
+    finally:
+        release.set()
+        llvm_runtime.set_chunk_hook(None)
+    assert b_threads == {threading.current_thread().name}
+    for out in (out_a, out_b):
+        np.testing.assert_allclose(out, data.reshape(100, 64).sum(1), rtol=1e-4, atol=1e-5)
