@@ -68,6 +68,9 @@ KERNELS = {
     # batch 1: the weights are read once, along the reduction: dot products stream them
     "dense_matrix_vector": ([(1, 784), (128, 784)], R.dense, lambda x, w: x @ w.T,
                             {"dense": "reduction"}),
+    # one row of 10 outputs: the 2704 steps are split into interleaved partial sums
+    "matmul_vector_split": ([(1, 2704), (2704, 10), (10,)], lambda x, w, b: R.add(R.matmul(x, w), b),
+                            lambda x, w, b: x @ w + b, {"fused_matmul_add": "matmul"}),
     "matmul_bias_relu": ([(64, 128), (128, 96), (96,)],
                          lambda x, w, b: R.relu(R.add(R.matmul(x, w), b)),
                          lambda x, w, b: np.maximum(x @ w + b, 0),
@@ -247,6 +250,16 @@ def test_a_tuned_kernel_is_not_rescheduled(tmp_path):
     assert structural_equal(ex.mod["fused_matmul_add_relu"], tuned["fused_matmul_add_relu"])
     x = np.random.default_rng(2).random((4, 64), dtype="float32")
     np.testing.assert_allclose(run(ex, x), model.forward_numpy(x), rtol=1e-4, atol=1e-5)
+
+
+def test_a_matrix_vector_product_sums_interleaved_partial_rows():
+    # One accumulator would wait on each multiply-add in turn: eight partial sums, then their sum.
+    shapes = [(1, 2704), (2704, 10)]
+    ex = relax.build(graph(shapes, R.matmul), "llvm")
+    text = ex.mod["matmul"].script()
+    assert "T_matmul_rf = T.alloc_buffer((T.int64(8), T.int64(1), T.int64(10)))" in text
+    args = [np.random.default_rng(n).standard_normal(s).astype("float32") for n, s in enumerate(shapes)]
+    np.testing.assert_allclose(run(ex, *args), args[0] @ args[1], rtol=1e-4, atol=1e-4)
 
 
 def test_a_convolution_with_odd_rows_takes_its_output_channels_as_vector_lanes():

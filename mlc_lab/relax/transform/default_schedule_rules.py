@@ -23,7 +23,7 @@ from math import prod
 from ...arith import linear_form
 from ...tir.schedule import ScheduleError
 from ...tir.schedule.policy.blocks import (ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE, is_spatial,
-                                           loops_match_iters, writes_param)
+                                           iter_values, loops_match_iters, writes_param)
 from ...tir.schedule.policy.inline import InlinePolicy
 from ...tir.schedule.primitives.scope import const_int
 from ...tir.stmt_functor import loads_in, uses_var
@@ -32,6 +32,8 @@ MAX_ROWS = 8               # rows of a register tile: 8 x 2 vectors = 16 of the 
 K_UNROLL = 4               # reduction steps per unrolled body of a register tile
 UNROLL_STEPS = 64          # innermost iterations unrolled: the tile and its reduction steps
 PACK_MIN_STRIDE = 1024     # pack an operand whose reduction steps lie this many elements apart
+CHAINS = 8                 # independent accumulators that hide a multiply-add's latency
+SPLIT_K_MIN = 64           # reduction steps worth splitting into interleaved partial sums
 
 
 class Unschedulable(Exception):
@@ -132,7 +134,7 @@ def inline_elementwise(sch) -> None:
     InlinePolicy.DEFAULT_SCHEDULE.inline_all(sch, "main")
 
 
-def tile_reduction(sch, block_rv, lanes: int, parallel: bool) -> str:
+def tile_reduction(sch, block_rv, lanes: int, parallel: bool, split_k: bool = True) -> str:
     """A reduction with data reuse as a register-tiled kernel, the general form of
     ``mlc_lab.testing.matmul_schedules.best_schedule``. The columns are the iterator of the
     output's last index; the rows, an iterator that the operands read along the columns do not
@@ -156,13 +158,19 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool) -> str:
     along = [r for r in operands(block) if uses_var(r.region, ivs[col].var)]
     others = [n for n in spatial if n != col]
     free = [n for n in others if not any(uses_var(r.region, ivs[n].var) for r in along)]
-    row = (free or others)[-1] if others else None
+    wide = [n for n in free if extents[n] > 1] or [n for n in others if extents[n] > 1]
+    row = (wide or free or others)[-1] if others else None
     cols = 2 * lanes if extents[col] % (2 * lanes) == 0 else vector_width(extents[col], lanes)
     vec = lanes if cols % lanes == 0 else cols
     # 16 of the vector registers hold the tile: rows of one vector can be twice as many.
     rows = largest_divisor(extents[row], MAX_ROWS * 2 // max(1, cols // vec)) if row is not None else 1
     k = reduce_at[-1]
-    for region in along:
+    chains = rows * max(1, cols // vec)
+    if split_k and not windowed and len(reduce_at) == 1 and chains < CHAINS \
+            and extents[k] >= SPLIT_K_MIN and largest_divisor(extents[k], CHAINS // chains) > 1:
+        return _split_reduction(sch, block_rv, block, loops[k],
+                                largest_divisor(extents[k], CHAINS // chains), lanes, parallel)
+    for region in along if split_k else ():   # partial sums read their rows in turn: no copy
         _pack(sch, block_rv, block, region, ivs[col].var, ivs[k].var, cols, vec)
 
     col_outer, col_inner = sch.split(loops[col], [None, cols])
@@ -189,6 +197,23 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool) -> str:
         split_last(sch, inner, last, width)
         annotate(sch, epilogue, vector=width, unroll=_unroll_inside(sch, epilogue, tile))
     return "conv" if windowed else "matmul"
+
+
+def _split_reduction(sch, block_rv, block, k_loop, parts: int, lanes: int, parallel: bool) -> str:
+    """A tile with fewer than CHAINS accumulators (a matrix-vector product: one row of outputs)
+    waits on each multiply-add's latency along a long reduction. Its reduction is split in
+    ``parts`` interleaved partial sums (``rfactor``), which become the rows of a register tile,
+    then summed by the block itself, scheduled as a plain reduction."""
+    _, inner = sch.split(k_loop, [None, parts])
+    partial = sch.rfactor(inner, 0)
+    total = sch.get_block(block.name_hint, "main")
+    for rv in (partial, total):   # their iterators put the part first: order the loops so
+        position = {id(value): n for n, value in enumerate(iter_values(sch, rv))}
+        sch.reorder(*sorted(sch.get_loops(rv),
+                            key=lambda lp: position.get(id(sch.get(lp).loop_var), len(position))))
+    tile_reduction(sch, partial, lanes, parallel, split_k=False)
+    reduce(sch, total, lanes, parallel)
+    return "matmul"
 
 
 def _column(block, extents, spatial, col: int, lanes: int) -> int:

@@ -48,7 +48,7 @@ def writes_param(sch, block_rv, block) -> bool:
 def loops_match_iters(sch, block_rv) -> list | None:
     """The block's loops when each iterator is bound to exactly its own loop, in order."""
     loops = sch.get_loops(block_rv)
-    realize_values = _iter_values(sch, block_rv)
+    realize_values = iter_values(sch, block_rv)
     block = sch.get(block_rv)
     if len(loops) != len(block.iter_vars):
         return None
@@ -58,7 +58,8 @@ def loops_match_iters(sch, block_rv) -> list | None:
     return loops
 
 
-def _iter_values(sch, block_rv) -> tuple:
+def iter_values(sch, block_rv) -> tuple:
+    """The values the block's iterators are bound to, in order."""
     index = sch._index(block_rv.func_name)
     return index.blocks[block_rv.name].iter_values
 
