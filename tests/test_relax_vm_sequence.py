@@ -31,6 +31,7 @@ def test_third_call_runs_as_one_sequence_with_fresh_outputs():
         np.testing.assert_allclose(out.numpy(), model.forward_numpy(x), rtol=1e-5, atol=1e-5)
     assert len({out.address for out in outs}) == len(outs)
     assert "call i32 inttoptr" in program.sequence.text
+    assert program.sequence.direct == 0   # the result is the one fresh output: no registers
 
 
 def test_memory_statistics_are_those_of_a_step_by_step_call():

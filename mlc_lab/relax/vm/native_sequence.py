@@ -25,6 +25,7 @@ import numpy as np
 
 from ...runtime import llvm_runtime, parallel
 from ...runtime.ndarray import NDArray
+from ..expr import Var
 
 _STEP_SHIFT = 8
 
@@ -63,6 +64,12 @@ class NativeSequence:
         self.assign = [(step.slot, step if _kind(step) != "_Kernel" else
                         [self.workspace.views[site] if planned else fresh_index[site]
                          for site, planned, _, _ in step.outputs]) for step in self.steps]
+        # The result, when it is a single fresh output of a kernel: returned without registers.
+        body = program.func.body.body
+        result_slot = program.slots.get(body) if isinstance(body, Var) else None
+        self.direct = next((items[0] for slot, items in self.assign if slot == result_slot
+                            and type(items) is list and len(items) == 1 and type(items[0]) is int),
+                           None)
         self.text = _render(calls)
         self.jit = llvm_runtime.JITModule(self.text)
         self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(self.jit.address("sequence"))
@@ -107,6 +114,9 @@ class NativeSequence:
             status = self._cfunc(table)
             if status:
                 self._fail(status)
+            if self.direct is not None:   # the result is one fresh output
+                stats.replay(self.stats)
+                return fresh[self.direct], self.result_bytes
             regs = self.program.template.copy()
             regs[:len(args)] = args
             frame = _Result(regs)
