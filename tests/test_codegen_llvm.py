@@ -736,3 +736,27 @@ def test_a_loop_never_waits_for_the_pool_when_another_caller_holds_it():
     assert b_threads == {threading.current_thread().name}
     for out in (out_a, out_b):
         np.testing.assert_allclose(out, data.reshape(100, 64).sum(1), rtol=1e-4, atol=1e-5)
+
+
+def test_code_built_without_num_cores_runs_on_omp_num_threads():
+    # The grader's sandbox sets OMP_NUM_THREADS=1: a student's parallel loop then runs on the
+    # calling thread alone, as OpenMP code and numpy's BLAS do there.
+    script = textwrap.dedent("""
+        import threading, numpy as np, tests.test_codegen_llvm as t
+        from mlc_lab.runtime import llvm_runtime, parallel
+        assert parallel.default_threads() == 1
+        names = set()
+        llvm_runtime.set_chunk_hook(lambda lo, hi: names.add(threading.current_thread().name))
+        a = np.arange(6400, dtype="float32") / 6400
+        b = np.zeros(100, "float32")
+        t.compile_one(t.parallel_rows)(a, b, 64)
+        assert names == {threading.current_thread().name}, names
+        assert threading.active_count() == 1
+        np.testing.assert_allclose(b, a.reshape(100, 64).sum(1), rtol=1e-5)
+        print("ok")
+    """)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("MLC_LAB_NUM_THREADS", None)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr

@@ -300,8 +300,8 @@ def compile_llvm(functions: dict, target=None) -> tuple[JITModule, dict]:
 def load_llvm(jit: JITModule, abis: dict, functions: dict, target=None,
               signatures: dict | None = None) -> dict:
     """``{name: LLVMFunction}`` for the lowered ``functions`` compiled into ``jit``; the
-    target's ``num-cores`` (default: every core) sizes the pool their parallel loops run on."""
-    num_cores = llvm_target(target).attrs["num-cores"] or os.cpu_count() or 1
+    target's ``num-cores`` (default: ``parallel.default_threads()``) sizes the pool their loops run on."""
+    num_cores = llvm_target(target).attrs["num-cores"] or parallel.default_threads()
     signatures = signatures or {}
     return {name: LLVMFunction(jit, abis[name], func, num_cores, signatures.get(name))
             for name, func in functions.items()}

@@ -45,10 +45,10 @@ block bodies left out; ``lv1_local`` shrinks to the 8 x 32 tile when lowered)::
 from __future__ import annotations
 
 import math
-import os
 
 from ...ir.module import IRModule
 from ...ir.transform import Pass, PassInfo
+from ...runtime.parallel import default_threads
 from ...target import Target, get_backend
 from ...tir.schedule.policy.blocks import has_data_reuse, is_reduction, is_spatial
 from ...tir.schedule.policy.flops import estimate_flops
@@ -93,7 +93,7 @@ def vector_machine(target) -> tuple[int, int, float] | None:
     capabilities = get_backend(target.kind.name).capabilities
     if capabilities.device_type != "cpu" or not capabilities.vector_lanes:
         return None
-    cores = target.attrs.get("num-cores") or os.cpu_count() or 1
+    cores = target.attrs.get("num-cores") or default_threads()
     return max(capabilities.vector_lanes), cores, parallel_flops(target, cores)
 
 
