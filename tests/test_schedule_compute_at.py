@@ -5,7 +5,7 @@ import pytest
 import mlc_lab
 from mlc_lab import tir
 from mlc_lab.tir.schedule import errors
-from mlc_lab.script import tir as T
+from mlc_lab.script import from_source, tir as T
 from schedule_checks import assert_runs_like, assert_schedule_ok, unchanged_after
 from corpus import symbolic_add
 
@@ -1042,3 +1042,33 @@ def test_reverse_compute_at_refuses_a_blockized_consumer_that_reads_a_whole_row(
                     errors.RegionNotCoverableError, "buffer At")
     sch.reverse_compute_at(row, sch.get_loops(sch.get_block("At"))[0])   # the whole row exists
     assert_runs_like(transpose_add, sch, outputs=[1])
+
+
+# -- a producer that skips whole iterations before a padding consumer --------------------------
+PADDED_ELEMENTWISE = '''
+@T.prim_func
+def main(a: T.handle, b: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    C = T.match_buffer(c, (n,), "float32")
+    for i in range(n):
+        with T.block("C"):
+            vi = T.axis.spatial(n, i)
+            C[vi] = A[vi] * B[vi] + T.float32(1)
+'''
+
+
+@pytest.mark.parametrize("size", ["n", 5])
+def test_reverse_compute_at_refuses_to_drop_a_padding_border(size):
+    # B is padded to a multiple of 3, then read through a cache whose copy runs only where
+    # ax0 < n. Moving the padding block under the copy's loop would skip the border with it.
+    src = PADDED_ELEMENTWISE if size == "n" else PADDED_ELEMENTWISE.replace(
+        "    n = T.int32()\n", "").replace("(n,)", "(5,)").replace("(n)", "(5)").replace("(n, i)", "(5, i)")
+    sch = tir.Schedule(from_source(src))
+    sch.reindex_cache_read(sch.get_block("C"), 1, "global", "lambda v0: (v0,)")
+    sch.pad_einsum(sch.get_block("B_global"), [3])
+    sch.cache_read(sch.get_block("B_pad"), 0, "local")
+    loop = sch.get_loops(sch.get_block("B_local"))[0]
+    unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("B_pad"), loop),
+                    errors.UncoveredIterationsError, "sch.reverse_compute_at", '"B_pad"')

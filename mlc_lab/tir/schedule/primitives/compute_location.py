@@ -15,6 +15,7 @@ from .block_domain import (UncoverableRegion, accessed_region, block_var_domains
                            enclosing_ranges, loops_between, predicate_in_iterators, realize_over,
                            shared_by_threads, uncovered_iterator)
 from .region import Interval, relax, relax_region
+from ...intervals import narrowed_ranges
 from .move_stmt import loop_children, remove_and_insert
 
 
@@ -298,7 +299,17 @@ class ComputeLocationPrimitives:
             around = set(map(id, idx.path(realize)))
             entered = {lp.loop_var: S.Range(lp.min, lp.extent) for lp in idx.path(loop_node) + [loop_node]
                        if isinstance(lp, S.For) and id(lp) not in around}
-            missing = uncovered_iterator(realize.block, domains, entered, known)
+            # The consumer skips the iterations of the loop where the producers write nothing
+            # (below); its iterations must all lie in the others.
+            skipped = _producers_guard(idx, needed, loop_node, known, fail, name, loop_name)
+            allowed = narrowed_ranges(skipped, entered, known) if skipped else entered
+            missing = uncovered_iterator(realize.block, domains, allowed, known)
+            if skipped and missing is None and all(allowed[v] is entered[v] for v in entered):
+                fail(errors.UncoveredIterationsError,
+                     f"a producer under loop {loop_name} writes only where {and_all(skipped)}, "
+                     f'which block "{name}" would then skip too; that its iterations all lie where '
+                     "the producer writes cannot be shown (a symbolic bound), and those outside "
+                     "(e.g. a padding border) would never run", loop_node, realize.block)
             if missing is not None:
                 fail(errors.UncoveredIterationsError,
                      f'the producers under loop {loop_name} feed only part of the iterations of block '
