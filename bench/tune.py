@@ -3,7 +3,8 @@ program, measured in this run:
 
 * mm1024: 1024^3 float32 matmul, "llvm -num-cores=2", 64 trials of the automatic space with
   the gbdt cost model, on three seeds: GFLOPS, x numpy (which BLAS and kernel numpy used is
-  printed) and the tuning wall time of each, the hand schedule of
+  printed) and the tuning wall time of each with where it went (search, and the runner's
+  build / check / timing / waiting for expected outputs, LocalRunner.stats), the hand schedule of
   mlc_lab.testing.matmul_schedules for comparison, and the search's median CPU time per
   candidate design: sampling one, replaying a mutated one (each postprocessed and verified),
   its features, its share of a batch prediction.
@@ -101,17 +102,44 @@ def bench_mm1024(quick):
     base = numpy_seconds(lambda: np.matmul(a, b, out=c), 7, 100)
     row("numpy np.matmul", base, base, flops)
     timings = ms.search_strategy.SearchTimings()
+    breakdowns = []
     for seed in SEEDS:
         strategy = ms.search_strategy.EvolutionarySearch()
-        database, wall = tune(mod, TWO, trials, seed=seed, strategy=strategy)
+        runner = ms.LocalRunner()
+        try:
+            database, wall = tune(mod, TWO, trials, seed=seed, strategy=strategy, runner=runner)
+        finally:
+            runner.close()
         for kind, values in strategy.timings.seconds.items():
             timings.seconds[kind].extend(values)
         row(f"tuned (meta_schedule), seed {seed}", tuned_seconds(database, mod, TWO, args), base, flops,
-            f"tuning wall time {wall:.0f} s, {len(database.records())} trials, "
+            f"tuning wall time {wall:.1f} s, {len(database.records())} trials, "
             f"{sum(r.error is not None for r in database.records())} failed")
+        breakdowns.append((seed, wall, runner.stats))
+    for seed, wall, stats in breakdowns:
+        print_breakdown(seed, wall, stats)
     row("hand schedule (matmul_schedules.best)", kernel_seconds(mm.best_schedule(n).mod, TWO, args),
         base, flops)
     print_design_times(timings)
+
+
+def print_breakdown(seed, wall, stats):
+    """Where one tuning run's wall time went: search (everything outside the runner), and the
+    runner's phases: build, check (first call + output comparison), timing, waiting for the
+    expected outputs, and transfer (pickling, pipes, worker restarts)."""
+    phases = ("build", "cached build", "check", "timing", "reference", "transfer")
+    measured = sum(stats.wall(p) for p in phases)
+    parts = [f"search {wall - measured:.1f}"]
+    for phase in phases:
+        parts.append(f"{phase} {stats.wall(phase):.1f}")
+    extra = ", ".join(f"{name} {n}" for name, n in sorted(stats.counters.items()))
+    median = stats.median_wall("build")
+    print(f"seed {seed} wall {wall:.1f} s = " + " + ".join(parts) + " s"
+          + (f"; median build {median * 1e3:.0f} ms" if median is not None else "")
+          + f"; builds reused {stats.count('cached build')}"
+          + f"; worker CPU build {stats.cpu('build'):.1f}, check {stats.cpu('check'):.1f}, "
+            f"timing {stats.cpu('timing'):.1f} s"
+          + (f"; {extra}" if extra else ""), flush=True)
 
 
 def print_design_times(timings):

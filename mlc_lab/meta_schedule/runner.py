@@ -10,17 +10,25 @@ Every candidate first runs on the same random inputs as the original module did 
 reference interpreter; one whose outputs differ is an error ("wrong result"), never timed.
 The worker computes those expected outputs itself as soon as it is told the workload
 (``prepare``): the interpreter evaluates every element separately (a 1024^3 matmul takes it
-about 20 s), and this way it does so on another core while search proposes the first batch.
+20-60 s), and this way it does so on another core while search proposes the first batch.
+Outputs that took a second or more are also kept on disk (``reference_cache_dir``, see
+``measure_cache.ReferenceCache``), so a later session on the same workload reads them instead.
+The worker keeps the built programs of the fastest candidates (``measure_cache.BuildCache``):
+measuring an equal module again (the final re-timing of the best) skips compiling, never the
+result check.
 
 The time is the smallest of ``repeat`` means of ``number`` calls each, within a timing budget:
 a candidate whose checked call took half the budget or more is not called again (that call is
 its time), nor is one whose checked call took over ``SLOW_FACTOR`` times the best time the
 worker measured for its workload (and over 10 ms, where a first call's overheads no longer
 matter): it is no contender, and its single time is precise enough for the cost model. A poor
-schedule of a big workload costs one trial and one call, not seconds of timing.
+schedule of a big workload costs one trial and one call, not seconds of timing. A repeat has no
+more calls than it needs to last ``REPEAT_MIN_SECS``: a kernel of 20 ms is timed call by call.
+Each RunResult says where its time went (``phases``), and ``LocalRunner.stats`` sums them.
 """
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import time
@@ -34,15 +42,19 @@ from multiprocessing.connection import Connection
 import numpy as np
 
 from ..ir import structural_hash
+from .measure_stats import MeasureStats
 from ..tir.buffer import Buffer
 from ..tir.schedule import numerics
 
 
 @dataclass
 class RunResult:
-    """``run_secs``: the mean seconds per call of each repeat (None on error)."""
+    """``run_secs``: the mean seconds per call of each repeat (None on error). ``phases``: where
+    measuring it went, phase name -> (wall seconds, worker CPU seconds): "build" (lowering and
+    compiling), "check" (the first call and comparing its outputs), "timing" (the timed calls)."""
     run_secs: list | None
     error: str | None = None
+    phases: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,12 @@ MAX_REFERENCES = 8
 # A checked call this many times slower than the workload's best (and over SLOW_MIN_SECS) is
 # the candidate's time: it is not timed again.
 SLOW_FACTOR, SLOW_MIN_SECS = 4.0, 0.01
+# A timed repeat needs no more calls than it takes to last this long: a call of 20 ms or more is
+# timed on its own (perf_counter resolves it a million times over), which spares a slow kernel
+# ``number`` calls per repeat.
+REPEAT_MIN_SECS = 0.02
+# ``LocalRunner(reference_cache_dir=DEFAULT_CACHE)``: measure_cache.default_reference_dir().
+DEFAULT_CACHE = "default"
 
 
 @dataclass
@@ -97,13 +115,16 @@ class LocalRunner:
     Parameters: number (calls per repeat), repeat (timed repeats; the minimum of their means
     is the candidate's time), min_repeat_ms (grow ``number`` until a repeat takes this long),
     timeout_sec (per candidate, build included), rtol/atol (the result check), build_func
-    (``f(mod, target) -> runtime Module``; a module-level function, as the worker imports it).
+    (``f(mod, target) -> runtime Module``; a module-level function, as the worker imports it),
+    reference_cache_dir (where expected outputs that took a second or more to compute are kept
+    for later sessions, see ``measure_cache.ReferenceCache``; None: computed every session).
+    ``stats`` (a MeasureStats) says where measuring went.
     """
 
     def __init__(self, number: int = 3, repeat: int = 3, min_repeat_ms: float = 2,
                  timing_budget_sec: float = 2.0, timeout_sec: float = 30,
                  reference_timeout_sec: float = 600, rtol: float = 1e-3, atol: float = 1e-3,
-                 build_func=default_build):
+                 build_func=default_build, reference_cache_dir: str | None = DEFAULT_CACHE):
         self.number = number
         self.repeat = repeat
         self.min_repeat_ms = min_repeat_ms
@@ -113,10 +134,15 @@ class LocalRunner:
         self.rtol = rtol
         self.atol = atol
         self.build_func = build_func
+        if reference_cache_dir == DEFAULT_CACHE:
+            from .measure_cache import default_reference_dir
+            reference_cache_dir = default_reference_dir()
+        self.reference_cache_dir = reference_cache_dir
         self._process = None
         self._conn = None
         self._sent: OrderedDict = OrderedDict()   # workload keys the current worker holds
         self._ready: set = set()                  # ... and has computed the outputs of
+        self.stats = MeasureStats()               # where measuring went, over this runner's life
 
     def prepare(self, workload: Workload) -> None:
         """Have the worker start computing ``workload``'s expected outputs (returns at once)."""
@@ -129,7 +155,7 @@ class LocalRunner:
             old, _ = self._sent.popitem(last=False)
             self._ready.discard(old)
             self._conn.send(("forget", old))
-        self._conn.send(("reference", key, workload))
+        self._conn.send(("reference", key, workload, self.reference_cache_dir))
         self._sent[key] = True
 
     def run(self, target, mods: list, workload: Workload) -> list:
@@ -139,7 +165,10 @@ class LocalRunner:
     def _await_reference(self, workload: Workload) -> None:
         if workload.key in self._ready:
             return
-        if not self._conn.poll(self.reference_timeout_sec):
+        wall, cpu = time.perf_counter(), time.process_time()
+        ready = self._conn.poll(self.reference_timeout_sec)
+        self.stats.add({"reference": (time.perf_counter() - wall, time.process_time() - cpu)})
+        if not ready:
             self._stop_worker()
             raise TimeoutError(f"the reference interpreter did not run {workload.func_name} within "
                                f"{self.reference_timeout_sec} s (LocalRunner(reference_timeout_sec=))")
@@ -161,16 +190,26 @@ class LocalRunner:
         self.prepare(workload)
         self._await_reference(workload)
         try:
+            wall, cpu = time.perf_counter(), time.process_time()
             self._conn.send(("measure", workload.key, job))
             if not self._conn.poll(self.timeout_sec):
                 self._stop_worker()
                 return RunResult(None, f"timeout: no result within {self.timeout_sec} s")
-            return self._conn.recv()
+            result = self._conn.recv()
+            self._account(result, time.perf_counter() - wall, time.process_time() - cpu)
+            return result
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
             code = self._process.poll() if self._process is not None else None
             self._stop_worker()
             return RunResult(None, f"worker crashed (exit code {code}) while building or running "
                                    "the candidate")
+
+    def _account(self, result: RunResult, wall: float, cpu: float) -> None:
+        """Add a result's phases to ``stats``; the rest of the round trip is "transfer"."""
+        phases = dict(result.phases or {})
+        self.stats.add(phases)
+        busy = sum(w for w, _ in phases.values())
+        self.stats.add({"transfer": (max(0.0, wall - busy), cpu)})
 
     def _ensure_worker(self) -> None:
         if self._process is not None and self._process.poll() is None:
@@ -241,12 +280,13 @@ class _InProcessWorker:
 
     @staticmethod
     def channel():
-        from .measure_worker import NO_ANSWER, answer
-        references, replies = {}, []
+        from .measure_cache import BuildCache
+        from .measure_worker import NO_ANSWER, WorkerState, answer
+        state, replies = WorkerState(), []
 
         class Channel:
             def send(self, message) -> None:
-                reply = answer(message, references)
+                reply = answer(message, state)
                 if reply is not NO_ANSWER:
                     replies.append(reply)
 
@@ -257,7 +297,8 @@ class _InProcessWorker:
                 return replies.pop(0)
 
             def close(self) -> None:
-                references.clear()
+                state.references.clear()
+                state.builds = BuildCache()
         return Channel()
 
 
@@ -280,39 +321,86 @@ def start_worker(startup_timeout: float = 120):
     return process, channel
 
 
+class _Clock:
+    """Wall and CPU seconds of the phases of one measurement."""
+
+    def __init__(self):
+        self.phases: dict = {}
+        self._name, self._wall, self._cpu = None, 0.0, 0.0
+
+    def start(self, name: str) -> None:
+        self.stop()
+        self._name, self._wall, self._cpu = name, time.perf_counter(), time.process_time()
+
+    def rename(self, name: str) -> None:
+        """The running phase is called ``name``."""
+        self._name = name
+
+    def stop(self) -> None:
+        if self._name is not None:
+            wall, cpu = self.phases.get(self._name, (0.0, 0.0))
+            self.phases[self._name] = (wall + time.perf_counter() - self._wall,
+                                       cpu + time.process_time() - self._cpu)
+            self._name = None
+
+    def result(self, run_secs, error=None) -> RunResult:
+        self.stop()
+        return RunResult(run_secs, error, self.phases)
+
+
 def measure(reference: Reference, build_func, mod, target, number: int, repeat: int,
-            min_repeat_ms: float, budget_sec: float, rtol: float, atol: float) -> RunResult:
-    """Build, check and time one candidate (in the worker)."""
+            min_repeat_ms: float, budget_sec: float, rtol: float, atol: float,
+            builds: tuple | None = None) -> RunResult:
+    """Build, check and time one candidate (in the worker). ``builds``: (a BuildCache, the
+    workload's key): an equal module built before is not built again (it is checked again)."""
     from .. import runtime
-    try:
-        lib = build_func(mod, target)
-    except Exception as err:
-        return RunResult(None, f"build error: {type(err).__name__}: {_brief(err)}")
+    clock = _Clock()
+    cache, workload = builds if builds is not None else (None, None)
+    clock.start("build")
+    lib = cache.get(workload, build_func, mod, target) if cache is not None else None
+    if lib is not None:
+        clock.rename("cached build")
+    else:
+        try:
+            lib = build_func(mod, target)
+        except Exception as err:
+            return clock.result(None, f"build error: {type(err).__name__}: {_brief(err)}")
     if hasattr(lib, "estimate_seconds") and _simulated(lib):
-        return _estimate_on_simulator(reference, lib, mod, target, rtol, atol)
+        clock.start("check")
+        found = _estimate_on_simulator(reference, lib, mod, target, rtol, atol)
+        return clock.result(found.run_secs, found.error)
     try:
+        clock.start("check")
         arrays = [runtime.ndarray.array(a) if isinstance(a, np.ndarray) else a for a in reference.args]
         start = time.perf_counter()
         lib[reference.func_name](*arrays)
         once = time.perf_counter() - start
         wrong = _first_difference(mod[reference.func_name], arrays, reference, rtol, atol)
         if wrong:
-            return RunResult(None, f"wrong result: {wrong}")
+            return clock.result(None, f"wrong result: {wrong}")
         no_contender = once > SLOW_MIN_SECS and once > SLOW_FACTOR * reference.best_secs
         if once >= budget_sec / 2 or no_contender:
             reference.best_secs = min(reference.best_secs, once)
-            return RunResult([once])   # too slow to repeat: the checked call is its time
+            _keep(cache, workload, build_func, mod, target, lib, once)
+            return clock.result([once])   # too slow to repeat: the checked call is its time
+        clock.start("timing")
         calls = max(1, int(budget_sec / once) - 1)   # time_evaluator warms up with one call
         repeat = max(1, min(repeat, calls))
-        number = max(1, min(number, calls // repeat))
+        number = max(1, min(number, calls // repeat, math.ceil(REPEAT_MIN_SECS / once)))
         min_repeat_ms = min(min_repeat_ms, budget_sec * 1e3 / repeat)
         timer = lib.time_evaluator(reference.func_name, runtime.cpu(), number=number, repeat=repeat,
                                    min_repeat_ms=min_repeat_ms)
         results = list(timer(*arrays).results)
         reference.best_secs = min(reference.best_secs, *results)
-        return RunResult(results)
+        _keep(cache, workload, build_func, mod, target, lib, min(results))
+        return clock.result(results)
     except Exception as err:
-        return RunResult(None, f"run error: {type(err).__name__}: {_brief(err)}")
+        return clock.result(None, f"run error: {type(err).__name__}: {_brief(err)}")
+
+
+def _keep(cache, workload, build_func, mod, target, lib, seconds: float) -> None:
+    if cache is not None:
+        cache.offer(workload, build_func, mod, target, lib, seconds)
 
 
 # Blocks of each kernel the simulator runs for a GPU candidate without a GPU: their outputs are
