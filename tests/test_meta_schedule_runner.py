@@ -147,3 +147,38 @@ def test_measure_stats_sums_and_medians():
     stats.merge(other)
     assert stats.wall("build") == 6.0 and stats.cpu("build") == 4.5 and stats.count("build") == 3
     assert stats.median_wall("build") == 2.0 and stats.median_wall("check") is None
+
+
+class _ScriptedRunner:
+    """Times the default schedule (the first trial) as the slowest, then, re-timed, as the
+    fastest: what a worker still warming up does to the first candidate."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def prepare(self, workload):
+        pass
+
+    def run(self, target, mods, workload):
+        from mlc_lab.meta_schedule.runner import RunResult
+        self.calls += 1
+        if self.calls == 1:                      # the default schedule, alone
+            return [RunResult([1.0])]
+        retiming = self.calls > 2
+        return [RunResult([0.1 if retiming and k == len(mods) - 1 else 0.5 + 0.01 * k])
+                for k in range(len(mods))]
+
+
+def test_the_default_schedule_is_always_retimed_and_can_win(tmp_path):
+    from mlc_lab.meta_schedule.tune import DEFAULT_SEARCH, RETIMED
+    from mlc_lab.testing import matmul_schedules as mm
+    mod = mm.naive(64)
+    database = ms.tune_tir(mod, "llvm", max_trials_global=9, num_trials_per_iter=8,
+                           work_dir=str(tmp_path), seed=0, quiet=True, baseline=True,
+                           runner=_ScriptedRunner())
+    records = database.records(mod, "llvm", include_retimed=True)
+    default = next(r for r in records if r.search == DEFAULT_SEARCH)
+    retimed = [r for r in records if r.search == RETIMED]
+    assert default.seconds == 1.0 and len(retimed) == 4   # the top 3, and the default
+    assert retimed[-1].trace == default.trace
+    assert database.best(mod, "llvm").trace == default.trace

@@ -185,13 +185,18 @@ def _default_candidate(mod, target) -> Candidate | None:
 
 def retime_best(runner, database, mod, target, task_name: str = "main") -> None:
     """Measure the ``RETIMED_TOP_K`` fastest distinct schedules of ``mod`` again, one after
-    another, and keep those times as the records ``database.best`` decides by."""
+    another, and keep those times as the records ``database.best`` decides by. The default
+    schedule, when it was measured, is always among them: it is the first trial, measured while
+    the worker may still be warming up, and tuning must never end slower than where it began."""
     mod, target = as_module(mod), Target(target)
     workload, flops = Workload(mod, single_func_name(mod)), estimate_flops(mod)
     chosen, seen = [], set()
-    for record in database.get_top_k(mod, target, 4 * RETIMED_TOP_K):
+    top = database.get_top_k(mod, target, 4 * RETIMED_TOP_K)
+    default = [r for r in database.records(mod, target, include_errors=False)
+               if r.search == DEFAULT_SEARCH and r.run_secs][:1]
+    for record in top + default:
         key = json.dumps(record.trace, sort_keys=True)
-        if key not in seen and len(chosen) < RETIMED_TOP_K:
+        if key not in seen and (len(chosen) < RETIMED_TOP_K or any(record is d for d in default)):
             seen.add(key)
             chosen.append(record)
     results = runner.run(target, [r.as_schedule(mod).mod for r in chosen], workload)
