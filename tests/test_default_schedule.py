@@ -262,18 +262,33 @@ def test_a_matrix_vector_product_sums_interleaved_partial_rows():
     np.testing.assert_allclose(run(ex, *args), args[0] @ args[1], rtol=1e-4, atol=1e-4)
 
 
-def test_a_convolution_with_odd_rows_takes_its_output_channels_as_vector_lanes():
-    # 26 output columns have no power-of-two vector width; the 16 output channels do. The tile
-    # accumulates channel vectors and stores them back transposed into the NCHW output.
-    shapes = [(2, 1, 28, 28), (16, 1, 3, 3)]
-    mod = graph(shapes, R.nn.conv2d)
-    ex = relax.build(mod, "llvm")
-    func = ex.mod["conv2d"]
-    accumulators = [b for b in func.script().splitlines() if "_local = T.alloc_buffer" in b]
-    assert accumulators and "(T.int64(2), T.int64(26), T.int64(26), T.int64(16))" in accumulators[0]
+def vector_lanes(func) -> set:
     lanes = set()
     post_order_visit(func.body, lambda n: lanes.add(int(n.extent)) if isinstance(n, For)
                      and n.kind == "vectorized" else None)
-    assert lanes & {8, 16} and 26 not in lanes   # 8: without AVX-512; 13: the stores back
+    return lanes
+
+
+def test_a_convolution_with_26_columns_takes_vectors_of_13():
+    # 26 has no power-of-two width: two vectors of 13 lanes each (one register, masked) per row
+    # where a register holds 16 floats; with 8 (no AVX-512), the output channels are the lanes.
+    shapes = [(2, 1, 28, 28), (16, 1, 3, 3)]
+    ex = relax.build(graph(shapes, R.nn.conv2d), "llvm")
+    lanes = ds.vector_machine(mlc_lab.target.Target("llvm"))[0]
+    assert (13 if lanes >= 13 else 8) in vector_lanes(ex.mod["conv2d"])
+    assert 26 not in vector_lanes(ex.mod["conv2d"])
+    args = [np.random.default_rng(n).standard_normal(s).astype("float32") for n, s in enumerate(shapes)]
+    np.testing.assert_allclose(run(ex, *args), conv2d(*args), rtol=1e-4, atol=1e-4)
+
+
+def test_a_convolution_with_no_vector_width_takes_its_output_channels_as_vector_lanes():
+    # 34 output columns (2 x 17) have no vector width of 4 or more; the 16 output channels do.
+    # The tile accumulates channel vectors and stores them back transposed into the NCHW output.
+    shapes = [(2, 1, 36, 36), (16, 1, 3, 3)]
+    ex = relax.build(graph(shapes, R.nn.conv2d), "llvm")
+    func = ex.mod["conv2d"]
+    accumulators = [b for b in func.script().splitlines() if "_local = T.alloc_buffer" in b]
+    assert accumulators and "(T.int64(2), T.int64(34), T.int64(34), T.int64(16))" in accumulators[0]
+    assert vector_lanes(func) & {8, 16} and 34 not in vector_lanes(func)   # 8: without AVX-512
     args = [np.random.default_rng(n).standard_normal(s).astype("float32") for n, s in enumerate(shapes)]
     np.testing.assert_allclose(run(ex, *args), conv2d(*args), rtol=1e-4, atol=1e-4)

@@ -52,10 +52,17 @@ def largest_divisor(n: int, at_most: int, power_of_two: bool = False) -> int:
 
 def vector_width(extent: int, lanes: int) -> int:
     """Lanes of the vector along a loop: the largest power of two up to ``lanes`` dividing the
-    extent; an extent without one above 2 that fits in two registers (10, 13, 26) is taken
-    whole, as one odd-sized vector that LLVM splits into registers."""
+    extent; else the largest divisor from 5 up to ``lanes`` (26 -> 13: one register, LLVM masks
+    the rest); else an extent of at most two registers taken whole (an odd 29), as one vector
+    that LLVM splits. A vector wider than a register and of odd width costs LLVM many shuffles
+    when it is carried around a loop, so a divisor that fits one register comes first."""
     width = largest_divisor(extent, lanes, power_of_two=True)
-    return extent if width < 4 and extent <= 2 * lanes else width
+    if width >= 4:
+        return width
+    odd = largest_divisor(extent, lanes)
+    if odd > 4:
+        return odd
+    return extent if extent <= 2 * lanes else width
 
 
 def matching_loops(sch, block_rv) -> tuple[list, list[int]]:
@@ -160,8 +167,8 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool, split_k: bool = Tr
     free = [n for n in others if not any(uses_var(r.region, ivs[n].var) for r in along)]
     wide = [n for n in free if extents[n] > 1] or [n for n in others if extents[n] > 1]
     row = (wide or free or others)[-1] if others else None
-    cols = 2 * lanes if extents[col] % (2 * lanes) == 0 else vector_width(extents[col], lanes)
-    vec = lanes if cols % lanes == 0 else cols
+    vec = vector_width(extents[col], lanes)
+    cols = 2 * vec if extents[col] % (2 * vec) == 0 and vec <= lanes else vec
     # 16 of the vector registers hold the tile: rows of one vector can be twice as many.
     rows = largest_divisor(extents[row], MAX_ROWS * 2 // max(1, cols // vec)) if row is not None else 1
     k = reduce_at[-1]
@@ -218,13 +225,13 @@ def _split_reduction(sch, block_rv, block, k_loop, parts: int, lanes: int, paral
 
 def _column(block, extents, spatial, col: int, lanes: int) -> int:
     """For a convolution, the iterator whose outputs a tile computes as vector lanes: the
-    output's last index, unless its extent has no power-of-two vector width of 4 or more (26
-    output columns) while another output iterator's extent is a multiple of the vector (16
-    output channels); the tile is then stored transposed. Odd-width vectors read through a
-    window, at a new offset every reduction step, cost LLVM many shuffles (measured: 6x); a
-    matmul's odd-width columns (10 classes) stay, as they are fast and transposing is not."""
+    output's last index, unless its extent has no vector width from 4 up to a register (34
+    output columns: 2 x 17) while another output iterator's extent is a multiple of the vector
+    (16 output channels); the tile is then stored transposed. A vector wider than a register and
+    of odd width, read through a window at a new offset every reduction step, costs LLVM many
+    shuffles (measured: 6x); a matmul's odd-width columns stay, as transposing costs more."""
     width = vector_width(extents[col], lanes)
-    if width >= 4 and width & (width - 1) == 0:
+    if 4 <= width <= lanes:
         return col
     outputs = {r.min for r in block.writes[0].region}
     better = [n for n in spatial if n != col and extents[n] % lanes == 0
