@@ -112,3 +112,18 @@ def test_concurrent_callers_get_their_own_results():
     for t in threads:
         t.join()
     assert not wrong
+
+
+def test_a_sequence_that_cannot_be_made_gives_its_workspace_back(monkeypatch):
+    from mlc_lab.relax.vm import native_sequence
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("no JIT here")
+    model, vm = mlp_vm(batch=4)
+    monkeypatch.setattr(native_sequence.llvm_runtime, "JITModule", refuse)
+    x = np.ones((4, 64), "float32")
+    for _ in range(3):
+        np.testing.assert_allclose(vm["main"](x).numpy(), model.forward_numpy(x), rtol=1e-5, atol=1e-5)
+    program = vm._programs["main"]
+    assert program.sequence is None and len(program.idle) == 1
+    assert vm.memory_stats()["bytes_allocated"] == 4 * 10 * 4   # the output only: no new workspace

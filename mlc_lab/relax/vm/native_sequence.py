@@ -41,8 +41,18 @@ class NativeSequence:
                         for site, planned, shape, np_type in step.outputs if not planned]
         self.num_cores = max(step.function.num_cores for step in self.kernels)
         self.lock = threading.Lock()   # one call at a time uses the workspace
-        # The storages of one workspace of the program, for this sequence alone from now on.
+        # The storages of one workspace of the program, for this sequence alone from now on
+        # (given back if the sequence cannot be made).
         self.workspace = program.idle.pop() if program.layout.sizes else None
+        try:
+            self._compile()
+        except BaseException:
+            if self.workspace is not None:
+                program.idle.append(self.workspace)
+            raise
+
+    def _compile(self) -> None:
+        program = self.program
         table = {}    # register -> index in the address table
         for slot in range(len(program.func.params)):
             table[slot] = len(table)
