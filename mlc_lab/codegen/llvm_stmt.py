@@ -167,8 +167,7 @@ class StmtEmitter:
                                    (lanes - 1) * stride + 1,
                                    ir.VectorType(elem, (lanes - 1) * stride + 1))
             value = b.shuffle_vector(run, ir.Constant(run.type, ir.Undefined),
-                                     ir.Constant(ir.VectorType(ir.IntType(32), lanes),
-                                                 [k * stride for k in range(lanes)]))
+                                     _lane_indices(range(0, lanes * stride, stride)))
         else:
             lanes = self._checked(buffer, index)
             if not isinstance(lanes, list):
@@ -188,38 +187,39 @@ class StmtEmitter:
     # On the stack (a local accumulator) plain accesses stay: LLVM keeps such an array in
     # registers only when nothing but plain loads and stores touch it.
     def _load_lanes(self, pointer, dtype: str, lanes: int, typ):
+        b = self.builder
         if not _masked_width(dtype, lanes) or _on_stack(pointer):
-            return self.builder.load(pointer, typ=typ, align=_align(dtype))
+            return b.load(pointer, typ=typ, align=_align(dtype))
         wide, mask = self._mask(dtype, lanes)
-        call = self.builder.call(self._masked("load", wide), [pointer, ir.Constant(ir.IntType(32), _align(dtype)),
-                                                              mask, ir.Constant(wide, ir.Undefined)])
-        return self.builder.shuffle_vector(call, ir.Constant(wide, ir.Undefined),
-                                           ir.Constant(ir.VectorType(ir.IntType(32), lanes), list(range(lanes))))
+        load = self._masked("load", wide, [ir.PointerType(), ir.IntType(32), mask.type, wide], wide)
+        loaded = b.call(load, [pointer, ir.Constant(ir.IntType(32), _align(dtype)), mask,
+                               ir.Constant(wide, ir.Undefined)])
+        return b.shuffle_vector(loaded, ir.Constant(wide, ir.Undefined), _lane_indices(range(lanes)))
 
     def _store_lanes(self, value, pointer, dtype: str, lanes: int) -> None:
+        b = self.builder
         if not _masked_width(dtype, lanes) or not isinstance(value.type, ir.VectorType) \
                 or _on_stack(pointer):
-            self.builder.store(value, pointer, align=_align(dtype))
+            b.store(value, pointer, align=_align(dtype))
             return
         wide, mask = self._mask(dtype, lanes)
-        widened = self.builder.shuffle_vector(
-            value, ir.Constant(value.type, ir.Undefined),
-            ir.Constant(ir.VectorType(ir.IntType(32), wide.count), list(range(lanes)) + [0] * (wide.count - lanes)))
-        self.builder.call(self._masked("store", wide), [widened, pointer,
-                                                        ir.Constant(ir.IntType(32), _align(dtype)), mask])
+        widened = b.shuffle_vector(value, ir.Constant(value.type, ir.Undefined),
+                                   _lane_indices(list(range(lanes)) + [0] * (wide.count - lanes)))
+        store = self._masked("store", wide, [wide, ir.PointerType(), ir.IntType(32), mask.type],
+                             ir.VoidType())
+        b.call(store, [widened, pointer, ir.Constant(ir.IntType(32), _align(dtype)), mask])
 
-    def _mask(self, dtype: str, lanes: int):
+    @staticmethod
+    def _mask(dtype: str, lanes: int):
+        """The vector of the next power of two lanes, and the mask of its first ``lanes``."""
         width = 1 << (lanes - 1).bit_length()
         wide = ir.VectorType(scalar_type(dtype, in_memory=True), width)
         return wide, ir.Constant(ir.VectorType(ir.IntType(1), width), [k < lanes for k in range(width)])
 
-    def _masked(self, what: str, wide):
-        suffix = f"v{wide.count}{_MASKED_TYPES[str(wide.element)]}.p0"
-        if what == "load":
-            return self.codegen.extern(f"llvm.masked.load.{suffix}", wide,
-                                       [ir.PointerType(), ir.IntType(32), ir.VectorType(ir.IntType(1), wide.count), wide])
-        return self.codegen.extern(f"llvm.masked.store.{suffix}", ir.VoidType(),
-                                   [wide, ir.PointerType(), ir.IntType(32), ir.VectorType(ir.IntType(1), wide.count)])
+    def _masked(self, what: str, wide, args: list, ret):
+        """The declaration of ``llvm.masked.<what>`` (load or store) on vectors like ``wide``."""
+        name = f"llvm.masked.{what}.v{wide.count}{_MASKED_TYPES[str(wide.element)]}.p0"
+        return self.codegen.extern(name, ret, args)
 
     def _index(self, buffer, indices):
         if len(indices) != 1:
@@ -268,6 +268,12 @@ def _masked_width(dtype: str, lanes: int) -> bool:
     masked operations LLVM lowers well."""
     return lanes > 4 and lanes & (lanes - 1) != 0 and lanes <= 64 and \
         str(scalar_type(dtype, in_memory=True)) in _MASKED_TYPES
+
+
+def _lane_indices(indices) -> ir.Constant:
+    """A shufflevector mask picking ``indices``."""
+    indices = list(indices)
+    return ir.Constant(ir.VectorType(ir.IntType(32), len(indices)), indices)
 
 
 def _on_stack(pointer) -> bool:

@@ -151,20 +151,21 @@ def _streams(block) -> bool:
     if not operands:
         return False
     big = max(operands, key=lambda r: math.prod(extents[id(iv.var)] for iv in used(r)))
+    reads = used(big)
     return contiguous(big, k.var) and all(
-        extents[id(iv.var)] == 1 for iv in block.iter_vars if iv not in used(big))
+        extents[id(iv.var)] == 1 for iv in block.iter_vars if iv not in reads)
 
 
 def _apply_rules(sch, lanes: int, parallel: bool) -> str:
     """Inline, then give each block the rule of its kind, the most demanding kinds first. The
     kernel's rule is that of the first block scheduled; when none is, the first reason."""
     inline_elementwise(sch)
-    found = blocks(sch, "main")
-    reuse = [b for b in found if is_reduction(b) and has_data_reuse(b) and not _streams(b)]
+    reductions = [b for b in blocks(sch, "main") if is_reduction(b)]
+    reuse = [b for b in reductions if has_data_reuse(b) and not _streams(b)]
     if len(reuse) > 1:
         raise Unschedulable(f"{len(reuse)} reductions with data reuse in one kernel")
     groups = [(tile_reduction, reuse),
-              (reduce, [b for b in found if is_reduction(b) and (not has_data_reuse(b) or _streams(b))]),
+              (reduce, [b for b in reductions if all(b is not r for r in reuse)]),
               (vectorize_spatial, None)]
     rules, reasons = [], []
     for rule, group in groups:

@@ -159,7 +159,7 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool, split_k: bool = Tr
     windowed = any(uses_var(r.min, [ivs[n].var for n in reduce_at])
                    and uses_var(r.min, [ivs[n].var for n in spatial])
                    for region in operands(block) for r in region.region)
-    last = col
+    stored = col   # the output's last index
     if windowed:
         col = _column(block, extents, spatial, col, lanes)
     along = [r for r in operands(block) if uses_var(r.region, ivs[col].var)]
@@ -190,7 +190,7 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool, split_k: bool = Tr
     annotate(sch, block_rv, vector=vec, unroll=_unroll_inside(sch, block_rv, tile),
              parallel=const_int(sch.get(tile).extent) if parallel else 0)
     epilogues = _accumulate_in_tile(sch, block_rv, block, tile)
-    if col != last:   # the accumulator tile stored with the columns last, as they are computed
+    if col != stored:   # the accumulator tile stored with the columns last, as they are computed
         order = [f"d{n}" for n in range(len(block.writes[0].region))]
         at = [n for n, r in enumerate(block.writes[0].region) if r.min is ivs[col].var]
         if len(at) == 1:

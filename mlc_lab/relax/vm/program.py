@@ -279,8 +279,8 @@ class _View:
         self.shape = program._reader(call.args[1])
 
     def run(self, frame) -> None:
-        frame.regs[self.slot] = self.view(frame.regs[self.input],
-                                          self.static or self.shape(frame))
+        shape = self.static if self.static is not None else self.shape(frame)
+        frame.regs[self.slot] = self.view(frame.regs[self.input], shape)
 
     def view(self, source, shape) -> NDArray:
         array = source.numpy_view()

@@ -326,8 +326,7 @@ class ComputeLocationPrimitives:
                  "cannot be rewritten in its iterators, so the iterations it skips could not be "
                  f"skipped under loop {loop_name}", realize.block)
         if not forward:
-            predicate = and_all([predicate] + _producers_guard(idx, needed, loop_node, known, fail,
-                                                               name, loop_name))
+            predicate = and_all([predicate] + skipped)
         moved = realize_over(realize.block, domains, preserve_unit_loops, known, predicate)
         _check_reduce_iterators_stay_serial(idx.path(loop_node) + [loop_node], moved, fail, name)
         body = remove_and_insert(func.body, remove=realize, insert=(loop_node, position, moved))
