@@ -8,6 +8,7 @@ from mlc_lab.tir.schedule import errors
 from mlc_lab.script import from_source, tir as T
 from schedule_checks import assert_runs_like, assert_schedule_ok, unchanged_after
 from corpus import symbolic_add
+from mlc_lab.testing.fuzz.programs import symbolic_vector
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1045,18 +1046,8 @@ def test_reverse_compute_at_refuses_a_blockized_consumer_that_reads_a_whole_row(
 
 
 # -- a producer that skips whole iterations before a padding consumer --------------------------
-PADDED_ELEMENTWISE = '''
-@T.prim_func
-def main(a: T.handle, b: T.handle, c: T.handle):
-    n = T.int32()
-    A = T.match_buffer(a, (n,), "float32")
-    B = T.match_buffer(b, (n,), "float32")
-    C = T.match_buffer(c, (n,), "float32")
-    for i in range(n):
-        with T.block("C"):
-            vi = T.axis.spatial(n, i)
-            C[vi] = A[vi] * B[vi] + T.float32(1)
-'''
+# C = A * B + 1 over a symbolic n: the fuzzer's program that found the dropped border.
+PADDED_ELEMENTWISE = symbolic_vector(np.random.default_rng(0)).source
 
 
 @pytest.mark.parametrize("size", ["n", 5])
