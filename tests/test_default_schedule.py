@@ -17,7 +17,7 @@ from mlc_lab.script import ir as I
 from mlc_lab.script import relax as RS
 from mlc_lab.script import tir as T
 from mlc_lab.tir.schedule import ScheduleError
-from mlc_lab.tir.stmt import For
+from mlc_lab.tir.stmt import Allocate, For
 from mlc_lab.tir.stmt_functor import post_order_visit
 
 
@@ -118,8 +118,9 @@ def bench_models():
     cnn = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                         nn.Linear(8 * 13 * 13, 10, seed=1))
     return [(mlp, (64, 784), {"fused_matmul_add_relu": "matmul", "fused_matmul1_add1": "matmul"}),
-            # the flatten is a view (RewriteDataflowReshape), no kernel
-            (cnn, (8, 1, 28, 28), {"fused_conv2d_add_relu": "conv", "max_pool2d": "reduction",
+            # the pooling is computed in the convolution's tile; the flatten is a view
+            # (RewriteDataflowReshape), no kernel
+            (cnn, (8, 1, 28, 28), {"fused_conv2d_add_relu_max_pool2d": "conv+pool",
                                    "fused_matmul_add1": "matmul"})]
 
 
@@ -209,7 +210,7 @@ def test_symbolic_shapes_stay_unscheduled_and_correct():
 
 
 def test_a_refusing_primitive_leaves_the_kernel_as_it_was(monkeypatch):
-    def refuse_after_a_split(sch, block_rv, lanes, parallel):
+    def refuse_after_a_split(sch, block_rv, lanes, parallel, pooling=None):
         sch.split(sch.get_loops(block_rv)[0], [None, 2])
         raise ScheduleError("split", "the rule was told to fail")
 
@@ -292,3 +293,83 @@ def test_a_convolution_with_no_vector_width_takes_its_output_channels_as_vector_
     assert vector_lanes(func) & {8, 16} and 34 not in vector_lanes(func)   # 8: without AVX-512
     args = [np.random.default_rng(n).standard_normal(s).astype("float32") for n, s in enumerate(shapes)]
     np.testing.assert_allclose(run(ex, *args), conv2d(*args), rtol=1e-4, atol=1e-4)
+
+
+def allocations(func) -> dict:
+    """{buffer name: elements} of the allocations of ``func`` once lowered."""
+    lowered = next(iter(mlc_lab.lower(func).functions.values()))
+    found = {}
+    post_order_visit(lowered.body, lambda n: found.__setitem__(n.buffer.name, int(np.prod(
+        [int(e) for e in n.buffer.shape]))) if isinstance(n, Allocate) else None)
+    return found
+
+
+def pool(x, size, stride):
+    n, c, h, w = x.shape
+    rows, cols = (h - size) // stride + 1, (w - size) // stride + 1
+    out = np.full((n, c, rows, cols), -np.inf, dtype=x.dtype)
+    for i in range(size):
+        for j in range(size):
+            out = np.maximum(out, x[:, :, i:i + stride * rows:stride, j:j + stride * cols:stride])
+    return out
+
+
+# input shape, (pool size, stride), the rule: "conv+pool" where the tile covers whole windows
+CONV_POOLS = {
+    "2x2 windows of 26 rows": ((2, 1, 28, 28), (2, 2), "conv+pool"),
+    "batch 1": ((1, 1, 28, 28), (2, 2), "conv+pool"),
+    "a row left over (27 rows)": ((2, 1, 29, 29), (2, 2), "conv"),
+    "3x3 windows across a column vector (24 = 3 x 8)": ((2, 1, 26, 26), (3, 3), "conv"),
+    "overlapping windows": ((2, 1, 28, 28), (3, 2), "conv"),
+}
+
+
+@pytest.mark.parametrize("name", CONV_POOLS)
+def test_a_pooling_after_a_convolution_is_computed_in_its_tile_when_the_tile_holds_whole_windows(name):
+    # FuseOps(windows=True) puts conv-bias-relu-pool in one kernel; where the convolution's tile
+    # holds whole windows the pooling runs under it and the convolution's output shrinks to
+    # one tile, otherwise both are scheduled on their own in the kernel. Same numbers always.
+    shape, (size, stride), rule = CONV_POOLS[name]
+    shapes = [shape, (16, 1, 3, 3), (1, 16, 1, 1)]
+    mod = graph(shapes, lambda x, w, b: R.nn.max_pool2d(
+        R.nn.relu(R.add(R.nn.conv2d(x, w), b)), (size, size), (stride, stride)))
+    ex = relax.build(mod, "llvm")
+    (kernel, got_rule), = default_schedule_report(ex.mod).items()
+    assert "max_pool2d" in kernel and got_rule == rule
+    conv_out = 16 * (shape[2] - 2) * (shape[3] - 2) * shape[0]
+    func = ex.mod[kernel]   # a big intermediate is a workspace parameter after the output
+    workspace = [int(np.prod([int(e) for e in func.buffer_map[p].shape]))
+                 for p in func.params[len(shapes) + 1:]]
+    biggest = max([*allocations(func).values(), *workspace])
+    assert (biggest < conv_out // 8) == (rule == "conv+pool")
+    args = [np.random.default_rng(n).standard_normal(s).astype("float32") for n, s in enumerate(shapes)]
+    want = pool(np.maximum(conv2d(*args[:2]) + args[2], 0), size, stride)
+    np.testing.assert_allclose(run(ex, *args), want, rtol=1e-4, atol=1e-4)
+
+
+def test_only_the_build_pipeline_fuses_a_pooling_plain_fuseops_keeps_the_reference_rules():
+    shapes = [(2, 1, 28, 28), (16, 1, 3, 3)]
+    mod = graph(shapes, lambda x, w: R.nn.max_pool2d(R.nn.relu(R.nn.conv2d(x, w)), (2, 2), (2, 2)))
+    legal = relax.transform.AnnotateTIROpPattern()(relax.transform.LegalizeOps()(mod))
+    plain = relax.transform.FuseOps()(legal)
+    windows = relax.transform.FuseOps(windows=True)(legal)
+    names = lambda m: sorted(gv.name_hint for gv in m.functions if gv.name_hint.startswith("fused"))
+    assert names(plain) == ["fused_conv2d_relu"]
+    assert names(windows) == ["fused_conv2d_relu_max_pool2d"]
+
+
+def test_a_convolution_read_by_more_than_its_pooling_is_not_fused_with_it():
+    # the relu's value is also returned: the pooling reads a value that must be kept whole
+    shapes = [(2, 1, 28, 28), (16, 1, 3, 3)]
+    params = [tensor(f"a{i}", s) for i, s in enumerate(shapes)]
+    bb = relax.BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            act = bb.emit(R.nn.relu(R.nn.conv2d(*params)))
+            pooled = bb.emit(R.nn.max_pool2d(act, (2, 2), (2, 2)))
+            out = bb.emit_output(relax.Tuple([act, pooled]))
+        bb.emit_func_output(out)
+    legal = relax.transform.AnnotateTIROpPattern()(relax.transform.LegalizeOps()(bb.get()))
+    fused = relax.transform.FuseOps(windows=True)(legal)
+    assert sorted(gv.name_hint for gv in fused.functions if gv.name_hint.startswith("fused")) \
+        == ["fused_conv2d_relu"]

@@ -1063,3 +1063,49 @@ def test_reverse_compute_at_refuses_to_drop_a_padding_border(size):
     loop = sch.get_loops(sch.get_block("B_local"))[0]
     unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("B_pad"), loop),
                     errors.UncoveredIterationsError, "sch.reverse_compute_at", '"B_pad"')
+
+
+def pooled(rows: int, window: int, stride: int):
+    """A rows x 12 stage, then a max over window x window windows at ``stride`` (a pooling)."""
+    out = (rows - window) // stride + 1, (12 - window) // stride + 1
+
+    @T.prim_func
+    def pool(X: T.Buffer((rows, 12), "float32"), Y: T.Buffer(out, "float32")):
+        act = T.alloc_buffer((rows, 12))
+        for i, j in T.grid(rows, 12):
+            with T.block("act"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                act[vi, vj] = T.max(X[vi, vj], T.float32(0))
+        for i, j, di, dj in T.grid(out[0], out[1], window, window):
+            with T.block("pool"):
+                vi, vj, vdi, vdj = T.axis.remap("SSRR", [i, j, di, dj])
+                with T.init():
+                    Y[vi, vj] = T.float32(-1e30)
+                Y[vi, vj] = T.max(Y[vi, vj], act[vi * stride + vdi, vj * stride + vdj])
+    return pool
+
+
+def test_reverse_compute_at_runs_a_pooling_under_the_rows_that_hold_its_windows():
+    """Under the outer loop of rows split by 2, iteration i makes rows 2i and 2i + 1: the pooling
+    runs its output row i there, each window whole (its reduce iterators over their domain)."""
+    func = pooled(16, 2, 2)
+    sch = tir.Schedule(func)
+    outer, _ = sch.split(sch.get_loops(sch.get_block("act"))[0], [None, 4])
+    sch.reverse_compute_at(sch.get_block("pool"), outer)
+    assert [int(sch.get(lp).extent) for lp in sch.get_loops(sch.get_block("pool"))] == [4, 2, 6, 2, 2]
+    assert_schedule_ok(sch, func)
+    assert_runs_like(func, sch, outputs=[1])
+
+
+@pytest.mark.parametrize("rows, window, stride, split, why", [
+    (18, 2, 2, 3, "3 rows per iteration cut the windows"),
+    (16, 3, 2, 4, "overlapping windows read rows of the next iteration"),
+    (16, 2, 3, 4, "windows with gaps are not side by side"),
+])
+def test_reverse_compute_at_refuses_a_pooling_whose_windows_the_rows_cut(rows, window, stride,
+                                                                         split, why):
+    func = pooled(rows, window, stride)
+    sch = tir.Schedule(func)
+    outer, _ = sch.split(sch.get_loops(sch.get_block("act"))[0], [None, split])
+    unchanged_after(sch, lambda: sch.reverse_compute_at(sch.get_block("pool"), outer),
+                    errors.RegionNotCoverableError, 'block "pool" reads')

@@ -130,13 +130,19 @@ def block_pattern(block: Block) -> int:
     return ELEMWISE if kind == BROADCAST and has_elemwise else kind
 
 
-def analyze_op_pattern(func: PrimFunc) -> int:
-    """The OpPatternKind of a PrimFunc: the most general kind among its blocks."""
+def func_blocks(func: PrimFunc) -> list:
+    """The blocks of a PrimFunc in order, without its root block."""
     blocks = _Blocks()
     blocks.visit(func.body)
-    if not blocks.blocks:
+    return blocks.blocks
+
+
+def analyze_op_pattern(func: PrimFunc) -> int:
+    """The OpPatternKind of a PrimFunc: the most general kind among its blocks."""
+    blocks = func_blocks(func)
+    if not blocks:
         return OPAQUE
-    return max(block_pattern(b) for b in blocks.blocks)
+    return max(block_pattern(b) for b in blocks)
 
 
 class AnnotateTIROpPattern(Pass):

@@ -60,7 +60,7 @@ from ...tir.expr import IntImm
 from ...tir.stmt_functor import post_order_visit, uses_var
 from ...tir import dtype, stmt as S
 from .default_schedule_rules import (Unschedulable, contiguous, inline_elementwise,
-                                     reduce, tile_reduction, vectorize_spatial)
+                                     reduce, tile_reduction, vectorize_spatial, window_consumer)
 
 ATTR = "default_schedule"
 
@@ -162,12 +162,25 @@ def _apply_rules(sch, lanes: int, parallel: bool) -> str:
     inline_elementwise(sch)
     reductions = [b for b in blocks(sch, "main") if is_reduction(b)]
     reuse = [b for b in reductions if has_data_reuse(b) and not _streams(b)]
+    # A pooling fused after a convolution (FuseOps(windows=True)) reads the bias too, which
+    # counts as reuse: it goes with the convolution's tile, or else is scheduled on its own.
+    pooling = {b.name_hint: window_consumer(sch, sch.get_block(b.name_hint, "main")) for b in reuse}
+    pooled = {sch.get(rv).name_hint for b in reuse[:1]
+              for rv in sch.get_consumers(sch.get_block(b.name_hint, "main"))}
+    reuse = [b for b in reuse if b.name_hint not in pooled]
     if len(reuse) > 1:
         raise Unschedulable(f"{len(reuse)} reductions with data reuse in one kernel")
-    groups = [(tile_reduction, reuse),
-              (reduce, [b for b in reductions if all(b is not r for r in reuse)]),
-              (vectorize_spatial, None)]
     rules, reasons = [], []
+    for block in reuse:
+        try:
+            rules.append(tile_reduction(sch, sch.get_block(block.name_hint, "main"), lanes,
+                                        parallel, pooling=pooling[block.name_hint]))
+        except Unschedulable as err:
+            reasons.append(str(err))
+    if rules and rules[0].endswith("+pool"):   # the pooling is computed in the tile
+        reuse += [b for b in reductions if b.name_hint in pooled]
+    groups = [(reduce, [b for b in reductions if all(b is not r for r in reuse)]),
+              (vectorize_spatial, None)]
     for rule, group in groups:
         if group is None:   # what is still at the root after the rules above moved blocks
             group = [b for b in blocks(sch, "main") if is_spatial(b) and not b.annotations]

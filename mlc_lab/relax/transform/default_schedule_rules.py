@@ -21,6 +21,7 @@ from __future__ import annotations
 from math import prod
 
 from ...arith import linear_form
+from ...tir.expr import Cast, Var
 from ...tir.schedule import ScheduleError
 from ...tir.schedule.policy.blocks import (ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE, is_spatial,
                                            iter_values, loops_match_iters, writes_param)
@@ -141,7 +142,67 @@ def inline_elementwise(sch) -> None:
     InlinePolicy.DEFAULT_SCHEDULE.inline_all(sch, "main")
 
 
-def tile_reduction(sch, block_rv, lanes: int, parallel: bool, split_k: bool = True) -> str:
+def window_consumer(sch, block_rv) -> tuple | None:
+    """A pooling that alone reads what the reduction writes (``FuseOps(windows=True)`` puts them
+    in one kernel): (its block, {position of the reduction's iterator: window}) when each of its
+    outputs reads a window of ``window`` neighbours along that iterator, windows side by side
+    (stride = window) and covering it exactly, and one element along every other iterator."""
+    block = sch.get(block_rv)
+    consumers = sch.get_consumers(block_rv)
+    if len(consumers) != 1:
+        return None
+    pool, out = sch.get(consumers[0]), block.writes[0]
+    reads = [r for r in pool.reads if r.buffer is out.buffer]
+    extents = {id(iv.var): const_int(iv.dom.extent) for iv in pool.iter_vars}
+    kinds = {id(iv.var): iv.iter_type for iv in pool.iter_vars}
+    position = {id(iv.var): n for n, iv in enumerate(block.iter_vars)}
+    if len(reads) != 1:
+        return None
+    window, seen = {}, set()
+    for dim, (index, stored) in enumerate(zip(reads[0].region, out.region)):
+        terms = _terms(index.min) if const_int(index.extent) == 1 else None
+        at = position.get(id(stored.min)) if const_int(stored.extent) == 1 else None
+        if terms is None or at is None:
+            return None
+        if not terms[0] and terms[1] == 0 and const_int(block.iter_vars[at].dom.extent) == 1:
+            continue   # a dimension of one element
+        if terms[1]:
+            return None
+        spatial = [(v, c) for v, c in terms[0] if kinds.get(id(v)) == "spatial"]
+        reduce_ = [(v, c) for v, c in terms[0] if kinds.get(id(v)) == "reduce"]
+        if len(spatial) != 1 or len(terms[0]) != 1 + len(reduce_) or id(spatial[0][0]) in seen:
+            return None
+        (var, stride), seen = spatial[0], seen | {id(spatial[0][0])}
+        if reduce_ and (len(reduce_) != 1 or reduce_[0][1] != 1
+                        or extents[id(reduce_[0][0])] != stride):
+            return None
+        if stride > 1 and (not reduce_ or const_int(block.iter_vars[at].dom.extent)
+                           != stride * extents[id(var)]):
+            return None
+        if stride == 1 and (reduce_ or const_int(block.iter_vars[at].dom.extent)
+                            != extents[id(var)]):
+            return None
+        if stride > 1:
+            window[at] = stride
+    return (consumers[0], window) if window else None
+
+
+def _terms(index) -> tuple | None:
+    """(the (variable, coefficient) pairs, the constant) of an affine index, a variable cast to
+    another integer type counted as the variable; None when the index is not affine."""
+    lin = linear_form(index)
+    pairs = []
+    for atom, coef in lin.terms.values():
+        while isinstance(atom, Cast):
+            atom = atom.value
+        if not isinstance(atom, Var):
+            return None
+        pairs.append((atom, coef))
+    return pairs, lin.const
+
+
+def tile_reduction(sch, block_rv, lanes: int, parallel: bool, split_k: bool = True,
+                   pooling: tuple | None = None) -> str:
     """A reduction with data reuse as a register-tiled kernel, the general form of
     ``mlc_lab.testing.matmul_schedules.best_schedule``. The columns are the iterator of the
     output's last index; the rows, an iterator that the operands read along the columns do not
@@ -180,16 +241,23 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool, split_k: bool = Tr
     for region in along if split_k else ():   # partial sums read their rows in turn: no copy
         _pack(sch, block_rv, block, region, ivs[col].var, ivs[k].var, cols, vec)
 
+    window = pooling[1] if pooling else {}
+    if row in window or (col in window and cols % window[col]):
+        window, pooling = {}, None   # the rows of a tile, or its columns, split a window
     col_outer, col_inner = sch.split(loops[col], [None, cols])
     row_pieces = list(sch.split(loops[row], [None, rows])) if row is not None else []
-    outer = [loops[n] for n in spatial if n not in (row, col)] + [col_outer, *row_pieces[:1]]
-    sch.reorder(*outer, *[loops[n] for n in reduce_at[:-1]],
+    windows = {n: sch.split(loops[n], [None, w]) for n, w in window.items() if n != col}
+    outer = [windows[n][0] if n in windows else loops[n] for n in spatial if n not in (row, col)] \
+        + [col_outer, *row_pieces[:1]]
+    in_window = [windows[n][1] for n in spatial if n in windows]
+    sch.reorder(*outer, *in_window, *[loops[n] for n in reduce_at[:-1]],
                 *split_last(sch, [loops[k]], extents[k], largest_divisor(extents[k], K_UNROLL)),
                 *row_pieces[1:], *split_last(sch, [col_inner], cols, vec))
     tile = sch.fuse(*outer) if len(outer) > 1 else outer[0]
-    annotate(sch, block_rv, vector=vec, unroll=_unroll_inside(sch, block_rv, tile),
+    registers = in_window[-1] if in_window else tile   # where one register tile is accumulated
+    annotate(sch, block_rv, vector=vec, unroll=_unroll_inside(sch, block_rv, registers),
              parallel=const_int(sch.get(tile).extent) if parallel else 0)
-    epilogues = _accumulate_in_tile(sch, block_rv, block, tile)
+    epilogues = _accumulate_in_tile(sch, block_rv, block, registers)
     if col != stored:   # the accumulator tile stored with the columns last, as they are computed
         order = [f"d{n}" for n in range(len(block.writes[0].region))]
         at = [n for n, r in enumerate(block.writes[0].region) if r.min is ivs[col].var]
@@ -202,8 +270,39 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool, split_k: bool = Tr
         last = const_int(sch.get(inner[-1]).extent)
         width = vec if last % vec == 0 else vector_width(last, lanes)
         split_last(sch, inner, last, width)
-        annotate(sch, epilogue, vector=width, unroll=_unroll_inside(sch, epilogue, tile))
+        annotate(sch, epilogue, vector=width, unroll=_unroll_inside(sch, epilogue, registers))
+    if pooling and _pool_in_tile(sch, pooling[0], tile, lanes):
+        return "conv+pool"
     return "conv" if windowed else "matmul"
+
+
+def _pool_in_tile(sch, pool_rv, tile, lanes: int) -> bool:
+    """Compute the pooling under ``tile``, its window loops outside its last output iterator,
+    which becomes vectors. False (nothing changed) when the pooling cannot move there."""
+    try:
+        sch.reverse_compute_at(pool_rv, tile, preserve_unit_loops=True)
+    except ScheduleError:
+        return False
+    block, loops = sch.get(pool_rv), sch.get_loops(pool_rv)
+    inside = loops[[sch.get(lp) for lp in loops].index(sch.get(tile)) + 1:]
+    values = iter_values(sch, pool_rv)
+    kinds = []
+    for loop in inside:
+        users = [iv for iv, value in zip(block.iter_vars, values)
+                 if uses_var(value, sch.get(loop).loop_var)]
+        kinds.append(users[0] if len(users) == 1 else None)
+    col = store_axis(block)
+    at = [n for n, iv in enumerate(kinds) if col is not None and iv is block.iter_vars[col]]
+    if any(iv is None for iv in kinds) or not at:
+        return True
+    last = inside[at[0]]
+    sch.reorder(*[lp for lp, iv in zip(inside, kinds) if iv.iter_type == "spatial" and lp is not last],
+                *[lp for lp, iv in zip(inside, kinds) if iv.iter_type != "spatial"], last)
+    extent = const_int(sch.get(last).extent)
+    width = vector_width(extent, lanes)
+    split_last(sch, [last], extent, width)
+    annotate(sch, pool_rv, vector=width)
+    return True
 
 
 def _split_reduction(sch, block_rv, block, k_loop, parts: int, lanes: int, parallel: bool) -> str:

@@ -35,6 +35,11 @@ first node every path from it passes through) when the kinds on the way allow it
 - comm_reduce and opaque nodes never fuse into what follows; a value visible outside the
   dataflow block ends its group.
 
+``FuseOps(windows=True)`` (``relax.build``'s pipeline) adds one rule: a pooling (a reduction
+over windows that reuses no data, out_elemwise_fusable by the rules above) joins the group of
+an anchor whose one value it alone reads, so that ``DefaultSchedule`` can compute the pooling
+inside the convolution's tile while its rows are in cache (conv-bias-relu-pool as one kernel).
+
 An edge into a broadcast op counts as elemwise when the argument already has the output's shape.
 PrimFuncs without "op_pattern" are opaque. Identical groups share one function.
 """
@@ -47,8 +52,9 @@ from ..block_builder import BlockBuilder
 from ..expr import (Call, DataflowBlock, DataflowVar, Function, SeqExpr, Tuple, TupleGetItem, Var,
                     VarBinding)
 from ..struct_info import TensorStructInfo, struct_info_equal
+from ...tir.schedule.policy.blocks import has_data_reuse
 from .annotate_tir_op_pattern import (BROADCAST, COMM_REDUCE, ELEMWISE, INJECTIVE, OPAQUE,
-                                      OUT_EWISE_FUSABLE)
+                                      OUT_EWISE_FUSABLE, func_blocks)
 
 
 class _Group:
@@ -67,10 +73,12 @@ class _Group:
 class GraphPartitioner:
     """Partition the bindings of one dataflow block into fusion groups (TVM's algorithm)."""
 
-    def __init__(self, mod, bindings: tuple):
-        self.bindings = bindings
+    def __init__(self, mod, bindings: tuple, windows: bool = False):
+        self.bindings, self.windows = bindings, windows
         index = {b.var: i for i, b in enumerate(bindings)}
         self.patterns = [self._pattern(mod, b.value) for b in bindings]
+        self.pooling = [windows and p == OUT_EWISE_FUSABLE and _is_pooling(mod[b.value.args[0]])
+                        for p, b in zip(self.patterns, bindings)]
         self.outputs = [[] for _ in bindings]
         for j, b in enumerate(bindings):
             for leaf in leaves(b.value):
@@ -172,10 +180,40 @@ class GraphPartitioner:
                 elif group.pattern == INJECTIVE:
                     if phase == 1 and self._check_path(i, parent, lambda kind, sink: kind <= INJECTIVE):
                         self._commit(i, parent)
+        if self.windows:
+            self._fuse_windows()
         members: dict = {}
         for i, group in enumerate(self.groups):
             members.setdefault(id(group.root()), []).append(i)
         return [m for m in members.values() if len(m) > 1]
+
+
+    def _fuse_windows(self) -> None:
+        """A pooling joins the anchored group of the one binding it reads, when that binding is
+        the group's last, read by nothing else and not visible outside the block."""
+        for j, pooling in enumerate(self.pooling):
+            if not pooling or self.groups[j].root().parent is not None:
+                continue
+            inputs = [i for i, outs in enumerate(self.outputs) if any(k == j for k, _ in outs)]
+            if len(inputs) != 1 or self.groups[j].root() is not self.groups[j]:
+                continue
+            i = inputs[0]
+            group = self.groups[i].root()
+            members = [n for n, g in enumerate(self.groups) if g.root() is group]
+            if (not group.anchor or self.extern[i] or [k for k, _ in self.outputs[i]] != [j]
+                    or i != max(members) or any(self.extern[n] for n in members)):
+                continue
+            self.groups[j].parent = group
+
+
+def _is_pooling(func) -> bool:
+    """One reduction block (after spatial blocks such as padding) that reuses no data: each
+    output reads its own window."""
+    if not isinstance(func, PrimFunc):
+        return False
+    found = func_blocks(func)
+    reductions = [b for b in found if any(iv.iter_type != "spatial" for iv in b.iter_vars)]
+    return len(reductions) == 1 and reductions[0] is found[-1] and not has_data_reuse(reductions[0])
 
 
 def _into_anchor(kind: int, is_sink: bool) -> bool:
@@ -191,15 +229,15 @@ def _used_vars(func: Function, skip: set) -> set:
 
 
 class _Fuser:
-    def __init__(self, mod):
-        self.mod = mod
+    def __init__(self, mod, windows: bool = False):
+        self.mod, self.windows = mod, windows
         self.builder = BlockBuilder(mod)
 
     def fuse_function(self, func: Function) -> Function:
         blocks = []
         for block in func.body.blocks:
             if isinstance(block, DataflowBlock):
-                groups = GraphPartitioner(self.mod, block.bindings).partition()
+                groups = GraphPartitioner(self.mod, block.bindings, self.windows).partition()
                 if groups:
                     block = self._rewrite_block(func, block, groups)
             blocks.append(block)
@@ -255,11 +293,14 @@ class _Fuser:
 
 
 class FuseOps(Pass):
-    def __init__(self):
+    """``windows``: also fuse a pooling into the convolution before it (see the module doc)."""
+
+    def __init__(self, *, windows: bool = False):
         self.info = PassInfo(0, "FuseOps")
+        self.windows = windows
 
     def transform_module(self, mod, ctx):
-        fuser = _Fuser(mod)
+        fuser = _Fuser(mod, self.windows)
         for gv, func in mod.functions.items():
             if isinstance(func, Function) and "Primitive" not in func.attrs:
                 fuser.builder.update_func(gv, fuser.fuse_function(func))

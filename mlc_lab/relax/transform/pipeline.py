@@ -14,13 +14,18 @@ from .legalize_ops import LegalizeOps
 from .rewrite_dataflow_reshape import RewriteDataflowReshape
 from .static_plan_block_memory import StaticPlanBlockMemory
 
+def FuseOpsAndPooling():   # noqa: N802 (a pass, named as the others)
+    """FuseOps with a pooling fused into the convolution before it."""
+    return FuseOps(windows=True)
+
+
 PASSES = [
     LegalizeOps,
     AnnotateTIROpPattern,
     FoldConstant,
     CanonicalizeBindings,
     DeadCodeElimination,
-    FuseOps,
+    FuseOpsAndPooling,
     FuseTIR,
     RewriteDataflowReshape,
     DeadCodeElimination,

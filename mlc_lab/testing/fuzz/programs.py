@@ -117,6 +117,37 @@ def main(X: T.Buffer(({c}, {h}, {h}), "float32"), Y: T.Buffer(({c}, {h // 2}, {h
                    lambda x, y: {1: x.reshape(c, h // 2, 2, h // 2, 2).max(axis=(2, 4))})
 
 
+def relu_pool(rng) -> Program:
+    """A ReLU stage, then a max over windows of 2 or 3 at a stride of 1 to 3 (side by side,
+    overlapping or with gaps): what reverse_compute_at may move under the rows it reads."""
+    window, stride = int(rng.integers(2, 4)), int(rng.integers(1, 4))
+    h, w = int(rng.integers(window, 10)), int(rng.integers(window, 10))
+    oh, ow = (h - window) // stride + 1, (w - window) // stride + 1
+    src = f'''
+@T.prim_func
+def main(X: T.Buffer(({h}, {w}), "float32"), Y: T.Buffer(({oh}, {ow}), "float32")):
+    act = T.alloc_buffer(({h}, {w}))
+    for i, j in T.grid({h}, {w}):
+        with T.block("act"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            act[vi, vj] = T.max(X[vi, vj], T.float32(0))
+    for y, x, ry, rx in T.grid({oh}, {ow}, {window}, {window}):
+        with T.block("pool"):
+            vy, vx, vry, vrx = T.axis.remap("SSRR", [y, x, ry, rx])
+            with T.init():
+                Y[vy, vx] = T.float32(-3.4e38)
+            Y[vy, vx] = T.max(Y[vy, vx], act[vy * {stride} + vry, vx * {stride} + vrx])
+'''
+
+    def reference(x, y):
+        act, out = np.maximum(x, 0), np.full((oh, ow), -3.4e38, "float32")
+        for di in range(window):
+            for dj in range(window):
+                out = np.maximum(out, act[di:di + stride * oh:stride, dj:dj + stride * ow:stride])
+        return {1: out}
+    return Program("relu_pool", src, lambda g: [_f32(g, h, w), _nan(oh, ow)], reference)
+
+
 def softmax(rng) -> Program:
     m, n = int(rng.integers(1, 9)), int(rng.integers(2, 30))
     src = f'''
@@ -301,6 +332,6 @@ def main(A: T.Buffer(({n},), "float32"), D: T.Buffer(({n - s},), "float32"), E: 
                    lambda a, d, e: {1: np.maximum(a[s:] * 2 + 1, 0), 2: a - 1})
 
 
-GENERATORS = [matmul_relu, batch_matmul, conv2d_padded, max_pool, softmax, elementwise_chain,
+GENERATORS = [matmul_relu, batch_matmul, conv2d_padded, max_pool, relu_pool, softmax, elementwise_chain,
               transpose_add, symbolic_vector, symbolic_matmul, int_row_sum, where_reduction,
               reshape_shift]

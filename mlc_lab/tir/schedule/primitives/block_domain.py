@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ....arith import can_prove, simplify
-from ....arith.simplify import Linear, from_linear, linear_form
+from ....arith.simplify import Linear, from_linear, is_multiple_of, linear_form
 from ... import expr as E
 from ... import stmt as S
 from ...stmt_functor import substitute, uses_var
@@ -120,6 +120,8 @@ def block_var_domains(block: S.Block, provided, required: dict, known: dict,
                                      for r in region.region
                                      if any(uses_var(r.min, v) for v in iter_vars)):
             read_back = _read_back(block, region, need, known)
+            if read_back is None:
+                read_back = _read_windows(block, region, need, known)
             if read_back is None:
                 dim = next(d for d, r in enumerate(region.region)
                            if not (_is_one(r.extent) and _var_plus_offset(r.min, iter_vars)))
@@ -254,6 +256,64 @@ def _read_back(block: S.Block, region: S.BufferRegion, need, known: dict) -> dic
         spanned *= size.value
         out[iv.var] = interval
     return out if spanned == count else None
+
+
+def _read_windows(block: S.Block, region: S.BufferRegion, need, known: dict) -> dict | None:
+    """Var -> Interval: for a block reading windows side by side, the iterations whose windows lie
+    in the box ``need``; None when the block does not read so or the box's edges may cut a window.
+    A dimension is either ``v + offset`` or, for a pooling, ``c * v + r + offset`` with ``r`` a
+    reduce iterator over [0, c) used in no other dimension: iteration v reads the window ``[c * v
+    + offset, c * v + offset + c)``. With the box's edges on window edges (provably), the
+    iterations whose windows it holds are a box of iterations, each reading only elements in it."""
+    iterators = {id(iv.var): iv for iv in block.iter_vars}
+    found, seen = {}, set()
+    for rng, interval in zip(region.region, need):
+        if interval is None or not _is_one(rng.extent):
+            return None
+        lin = linear_form(simplify(rng.min))
+        mine, rest = [], {}
+        for key, (atom, coef) in lin.terms.items():
+            bare = atom.value if isinstance(atom, E.Cast) and isinstance(atom.value, E.Var) else atom
+            if id(bare) in iterators:
+                mine.append((iterators[id(bare)], coef))
+            else:
+                rest[key] = (atom, coef)
+        if any(uses_var(atom, [iv.var for iv in block.iter_vars]) for atom, _ in rest.values()):
+            return None
+        offset = from_linear(Linear(rest, lin.const), rng.min.dtype)
+        if not mine:   # one element for every iteration: it must be in the box
+            if not (can_prove(offset >= interval.lo, known) and can_prove(offset <= interval.hi, known)):
+                return None
+            continue
+        spatial = [(iv, c) for iv, c in mine if iv.iter_type == "spatial"]
+        windows = [(iv, c) for iv, c in mine if iv.iter_type != "spatial"]
+        if len(spatial) != 1 or len(windows) > 1 or id(spatial[0][0].var) in found:
+            return None
+        (iv, c), = spatial
+        if windows:
+            r, unit = windows[0]
+            if unit != 1 or id(r.var) in seen or not _is_const(r.dom.min, 0) \
+                    or not _is_const(r.dom.extent, c):
+                return None
+            seen.add(id(r.var))
+        elif c != 1:
+            return None
+        if c < 1 or not (is_multiple_of(simplify(interval.lo - offset, known), c)
+                         and is_multiple_of(simplify(interval.hi + 1 - offset, known), c)):
+            return None
+        width = E.const(c, offset.dtype)
+        found[id(iv.var)] = (iv.var, Interval(
+            simplify(E.FloorDiv(interval.lo - offset, width), known),
+            simplify(E.FloorDiv(interval.hi + 1 - offset, width) - 1, known)))
+    if any(iv.iter_type != "spatial" and uses_var(rng.min, iv.var) and id(iv.var) not in seen
+           for iv in block.iter_vars for rng in region.region):
+        return None
+    return dict(found.values())
+
+
+def _is_const(e, value: int) -> bool:
+    e = simplify(e)
+    return isinstance(e, E.IntImm) and e.value == value
 
 
 def _tile(rng: S.Range, iter_vars):
