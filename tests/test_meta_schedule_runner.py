@@ -154,23 +154,25 @@ class _ScriptedRunner:
     fastest: what a worker still warming up does to the first candidate."""
 
     def __init__(self):
-        self.calls = 0
+        self.calls, self.default = 0, None
 
     def prepare(self, workload):
         pass
 
     def run(self, target, mods, workload):
+        from mlc_lab.ir import structural_equal
         from mlc_lab.meta_schedule.runner import RunResult
         self.calls += 1
         if self.calls == 1:                      # the default schedule, alone
+            self.default = mods[0]
             return [RunResult([1.0])]
-        retiming = self.calls > 2
-        return [RunResult([0.1 if retiming and k == len(mods) - 1 else 0.5 + 0.01 * k])
-                for k in range(len(mods))]
+        retiming = self.calls > 2                # in rounds, each in another order
+        return [RunResult([0.1 if retiming and structural_equal(mod, self.default)
+                           else 0.5 + 0.01 * k]) for k, mod in enumerate(mods)]
 
 
 def test_the_default_schedule_is_always_retimed_and_can_win(tmp_path):
-    from mlc_lab.meta_schedule.tune import DEFAULT_SEARCH, RETIMED
+    from mlc_lab.meta_schedule.tune import DEFAULT_SEARCH, RETIMED, RETIMED_ROUNDS
     from mlc_lab.testing import matmul_schedules as mm
     mod = mm.naive(64)
     database = ms.tune_tir(mod, "llvm", max_trials_global=9, num_trials_per_iter=8,
@@ -181,4 +183,5 @@ def test_the_default_schedule_is_always_retimed_and_can_win(tmp_path):
     retimed = [r for r in records if r.search == RETIMED]
     assert default.seconds == 1.0 and len(retimed) == 4   # the top 3, and the default
     assert retimed[-1].trace == default.trace
+    assert [len(r.run_secs) for r in retimed] == [RETIMED_ROUNDS] * 4
     assert database.best(mod, "llvm").trace == default.trace

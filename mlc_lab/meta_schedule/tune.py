@@ -33,6 +33,7 @@ logger = logging.getLogger("mlc_lab.meta_schedule")
 COST_MODEL_FILE = "cost_model.json"
 # How many of the best schedules are measured again at the end of tuning.
 RETIMED_TOP_K = 3
+RETIMED_ROUNDS = 2     # interleaved rounds of those final re-timings
 # The search label of the default schedule measured first with ``baseline=True``.
 DEFAULT_SEARCH = "default schedule"
 
@@ -199,11 +200,20 @@ def retime_best(runner, database, mod, target, task_name: str = "main") -> None:
         if key not in seen and (len(chosen) < RETIMED_TOP_K or any(record is d for d in default)):
             seen.add(key)
             chosen.append(record)
-    results = runner.run(target, [r.as_schedule(mod).mod for r in chosen], workload)
-    for record, result in zip(chosen, results):
-        database.commit_record(mod, TuningRecord(record.trace, str(target), result.run_secs,
-                                                 result.error, record.design_len, task_name,
-                                                 flops, RETIMED))
+    # RETIMED_ROUNDS rounds, each in another order, so that a moment when the machine is busy
+    # slows every schedule in some round rather than all the rounds of one.
+    mods = [r.as_schedule(mod).mod for r in chosen]
+    times = [[] for _ in chosen]
+    errors = [None] * len(chosen)
+    for turn in range(RETIMED_ROUNDS):
+        order = [(k + turn) % len(chosen) for k in range(len(chosen))]
+        for k, result in zip(order, runner.run(target, [mods[k] for k in order], workload)):
+            times[k] += list(result.run_secs or [])
+            errors[k] = errors[k] or result.error
+    for record, run_secs, error in zip(chosen, times, errors):
+        database.commit_record(mod, TuningRecord(record.trace, str(target),
+                                                 None if error else run_secs, error,
+                                                 record.design_len, task_name, flops, RETIMED))
 
 
 def workload_key(task_name: str, mod) -> str:
