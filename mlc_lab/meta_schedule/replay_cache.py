@@ -8,6 +8,10 @@ The result is the schedule a replay from the start gives: the prefix's instructi
 decisions are equal by their JSON text, the module is the same object, and the resumed
 schedule's random generator starts from the replay's seed, as a fresh one would (instructions
 replayed with a given decision draw nothing from it).
+
+A replay that draws one decision afresh and draws the very one the design holds replays the
+design itself: asked to (``stop_if_unchanged``), the cache stops it there with ReplayUnchanged,
+so that the caller can reuse what it made of the design before.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..tir.schedule.trace import Trace
+from ..tir.schedule.trace_format import json_attr
 
 SAMPLING_KINDS = ("sample_perfect_tile", "sample_categorical", "sample_compute_location")
 
@@ -29,6 +34,7 @@ class _Design:
     def __init__(self, design: list):
         self.trace = Trace.from_json(design)
         insts, decisions = design[0], dict((d[0], d[1]) for d in design[1])
+        self.decisions = decisions
         self.step_keys = [json.dumps([inst, decisions.get(k)]) for k, inst in enumerate(insts)]
         self.outputs = [list(zip(inst[3], _flat(parsed.outputs)))
                         for inst, parsed in zip(insts, self.trace.insts)]
@@ -36,6 +42,10 @@ class _Design:
 
     def prefix_key(self, mod, n: int) -> tuple:
         return (id(mod), tuple(self.step_keys[:n]))
+
+
+class ReplayUnchanged(Exception):
+    """The decision drawn afresh is the one the design holds: the replay is the design's own."""
 
 
 def _flat(outputs) -> list:
@@ -69,10 +79,13 @@ class ReplayCache:
         self._designs[id(design)] = (design, info)
         return info
 
-    def replay(self, make_schedule, mod, design: list, seed: int, decisions: dict | None):
+    def replay(self, make_schedule, mod, design: list, seed: int, decisions: dict | None,
+               stop_if_unchanged: bool = False):
         """Replay ``design`` on ``mod`` (``decisions``: index -> new decision, None to sample
         afresh) and return the schedule, resuming from a kept one where possible;
-        ``make_schedule(mod, seed)`` makes a fresh schedule."""
+        ``make_schedule(mod, seed)`` makes a fresh schedule. With ``stop_if_unchanged``, a
+        replay drawing one decision afresh that comes out as the design's raises ReplayUnchanged
+        as soon as that is known."""
         info = self.design(design)
         if info is None:
             sch = make_schedule(mod, seed)
@@ -94,11 +107,18 @@ class ReplayCache:
         if sch is None:
             sch = make_schedule(mod, seed)
 
+        watch = stop_if_unchanged and len(decisions or ()) == 1 and decisions[first] is None \
+            and first in info.decisions
+
         def keep(index, live, bound):
             if index > start and index <= first and index in info.sites:
                 self._keep(info, mod, index, live, bound)
+            if watch and index == first + 1:
+                _stop_if_unchanged(info, first, live)
         info.trace.apply_to_schedule(sch, decisions=decisions, start=start, rv_map=rv_map,
                                      before_step=keep)
+        if watch and first == len(info.step_keys) - 1:
+            _stop_if_unchanged(info, first, sch)
         return sch
 
     @staticmethod
@@ -120,6 +140,20 @@ class ReplayCache:
         self._snapshots[key] = (mod, snapshot, values)
         if len(self._snapshots) > self.capacity:
             self._snapshots.popitem(last=False)
+
+
+def _stop_if_unchanged(info: _Design, site: int, sch) -> None:
+    """Raise ReplayUnchanged when the decision ``sch`` just drew at instruction ``site`` is the
+    design's."""
+    last = sch.trace.insts[-1] if sch.trace.insts else None
+    if last is None or last.kind != info.trace.insts[site].kind or last.decision is None:
+        return
+    try:
+        drawn = json_attr(last.decision, "replay")
+    except TypeError:
+        return
+    if json.dumps(drawn) == json.dumps(info.decisions[site]):
+        raise ReplayUnchanged()
 
 
 def _resume(snapshot, seed: int):

@@ -8,13 +8,14 @@ rules (``schedule_rule.py``) applied to every block. Both end with the postproce
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ..ir import structural_hash
 from ..tir.schedule import Schedule, ScheduleError
 from ..tir.verify import VerifyError
 from ..tir.schedule.policy.postproc import block_names, default_postprocs, prim_func_names
-from .replay_cache import ReplayCache
+from .replay_cache import ReplayCache, ReplayUnchanged
 from .schedule_rule import default_rules
 
 
@@ -40,7 +41,13 @@ class Candidate:
 
 
 class SpaceGenerator:
-    """Base class. Subclasses implement ``design(sch)``, which schedules ``sch`` in place."""
+    """Base class. Subclasses implement ``design(sch)``, which schedules ``sch`` in place.
+
+    The last ``finished_capacity`` candidates made are kept by their design: a replay that draws
+    its one fresh decision as the design already holds it is that design again, and gives the
+    candidate made of it before (postprocessing it anew would give the same schedule)."""
+
+    finished_capacity = 256
 
     def __init__(self, postprocs=None):
         self.postprocs = default_postprocs() if postprocs is None else list(postprocs)
@@ -63,18 +70,29 @@ class SpaceGenerator:
             sch = self.design(sch)
         except (ScheduleError, VerifyError) as err:
             raise SpaceRejectedError(f"the space failed to schedule the module: {err}") from err
-        return self.finish(sch)
+        return self.finish(sch, mod)
 
     def replay(self, mod, design: list, seed: int, decisions: dict | None = None) -> Candidate:
         """Replay a design's trace on ``mod``; ``decisions`` maps instruction index -> a new
         decision (None: sample that instruction afresh). Raises SpaceRejectedError."""
+        made = self._finished().get(id(design))
+        if made is not None and made[0] is design and made[1] is mod:
+            self._finished().move_to_end(id(design))
+            made = made[2]
+        else:
+            made = None
         try:
-            sch = self.replay_cache.replay(_new_schedule, mod, design, seed, decisions)
+            sch = self.replay_cache.replay(_new_schedule, mod, design, seed, decisions,
+                                           stop_if_unchanged=made is not None)
+        except ReplayUnchanged:
+            return made
         except (ScheduleError, VerifyError) as err:
             raise SpaceRejectedError(f"replaying the design failed: {err}") from err
-        return self.finish(sch)
+        return self.finish(sch, mod)
 
-    def finish(self, sch: Schedule) -> Candidate:
+    def finish(self, sch: Schedule, mod=None) -> Candidate:
+        """Postprocess a designed schedule into a Candidate (kept by its design when ``mod``,
+        the module it schedules, is given). Raises SpaceRejectedError."""
         try:
             design = sch.trace.as_json()
         except TypeError as err:
@@ -85,7 +103,20 @@ class SpaceGenerator:
                     raise SpaceRejectedError(f"postprocessor {postproc!r} rejected the schedule")
         except (ScheduleError, VerifyError) as err:
             raise SpaceRejectedError(f"postprocessing failed: {err}") from err
-        return Candidate(sch, design)
+        candidate = Candidate(sch, design)
+        if mod is not None:
+            finished = self._finished()
+            finished[id(design)] = (design, mod, candidate)
+            if len(finished) > self.finished_capacity:
+                finished.popitem(last=False)
+        return candidate
+
+    def _finished(self) -> OrderedDict:
+        """id(design) -> (design, module, candidate) of the candidates made last."""
+        found = self.__dict__.get("_finished_by_design")
+        if found is None:
+            found = self._finished_by_design = OrderedDict()
+        return found
 
 
 def _new_schedule(mod, seed: int) -> Schedule:

@@ -1,7 +1,7 @@
 """Analyses of the loop IR: which buffer regions a block reads and writes."""
 from __future__ import annotations
 
-from ..arith import simplify
+from .linear_index import simplify
 from ..arith.simplify import Linear, from_linear, linear_form
 from ..arith.bound import int_bound
 from . import expr as E

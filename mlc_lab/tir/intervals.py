@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..arith import can_prove, simplify
+from .linear_index import can_prove, relax as _relax_linear, simplify
 from ..arith.simplify import Linear, from_linear, linear_form
 from . import expr as E
 from . import stmt as S
@@ -45,6 +45,9 @@ def relax(expr: E.PrimExpr, relaxed: dict, known: dict | None = None) -> Interva
     """The values of ``expr`` while the variables in ``relaxed`` (Var -> Range) take every value
     of their ranges; the other variables stay symbolic. None when no bound can be expressed.
     ``known`` (Var -> Range) holds the ranges of the symbolic variables, used to simplify."""
+    bounds = _relax_linear(expr, relaxed, known)
+    if bounds is not None:
+        return Interval(*bounds)
     bounds = _relax(simplify(expr), relaxed, known or {})
     if bounds is None:
         return None

@@ -132,27 +132,49 @@ def uses_var(node: Any, var_or_vars) -> bool:
     >>> uses_var(i * 4 + 1, i), uses_var(i * 4 + 1, [j]), uses_var((j, i), {i: None})
     (True, False, True)
     """
-    wanted = {id(var_or_vars)} if isinstance(var_or_vars, E.Var) else {id(v) for v in var_or_vars}
+    kind = type(node)
+    if kind is E.IntImm:
+        return False
+    if kind is E.Var:
+        return node is var_or_vars if isinstance(var_or_vars, E.Var) else any(node is v for v in var_or_vars)
     if isinstance(node, E.PrimExpr):
-        found = _expr_uses(node, wanted)
-        if found is not None:
-            return found
+        used = _expr_var_ids(node)
+        if used is not None:
+            if isinstance(var_or_vars, E.Var):
+                return id(var_or_vars) in used
+            return any(id(v) in used for v in var_or_vars)
+    wanted = {id(var_or_vars)} if isinstance(var_or_vars, E.Var) else {id(v) for v in var_or_vars}
     return any(id(v) in wanted for v in free_vars(node))
 
 
-def _expr_uses(expr, wanted: set) -> bool | None:
-    """``uses_var`` for an expression of the loop IR's own kinds, which bind no variables (every
-    variable in one is free), with an early exit; None when the expression holds a node of
-    another kind, left to the general scan."""
-    todo = [expr]
+# id(expression) -> (expression, the ids of the variables it uses, or None): expressions are
+# immutable and asked about again and again (a binding, for each loop above its block), so the
+# answer is kept, holding the expression so that its id stays its own; emptied when full.
+_VAR_IDS: dict = {}
+_VAR_IDS_LIMIT = 1 << 16
+
+
+def _expr_var_ids(expr) -> frozenset | None:
+    hit = _VAR_IDS.get(id(expr))
+    if hit is not None and hit[0] is expr:
+        return hit[1]
+    found = _collect_var_ids(expr)
+    if len(_VAR_IDS) >= _VAR_IDS_LIMIT:
+        _VAR_IDS.clear()
+    _VAR_IDS[id(expr)] = (expr, found)
+    return found
+
+
+def _collect_var_ids(expr) -> frozenset | None:
+    """The ids of the variables an expression of the loop IR's own kinds uses (they bind none);
+    None when it holds a node of another kind, left to the general scan."""
+    found, todo = set(), [expr]
     while todo:
         node = todo.pop()
         if isinstance(node, E.Var):
-            if id(node) in wanted:
-                return True
+            found.add(id(node))
             continue
-        cls = type(node)
-        if cls.__module__ != E.__name__:
+        if type(node).__module__ != E.__name__:
             return None
         for _, value in node.fields():
             if isinstance(value, E.PrimExpr):
@@ -165,7 +187,7 @@ def _expr_uses(expr, wanted: set) -> bool | None:
                         return None
             elif isinstance(value, Node) and not isinstance(value, S.Buffer):
                 return None   # (a load's buffer: its shape is not a use)
-    return False
+    return frozenset(found)
 
 
 class _Collect(StmtExprVisitor):

@@ -17,9 +17,11 @@ class _PathFinder:
         self.blocks: dict[str, S.BlockRealize] = {}
         self.loops: dict[int, S.For] = {}
         self.order: list = []
+        self.shared = False   # whether some loop or block appears twice in the tree
 
     def visit(self, node) -> None:
         if isinstance(node, S.For):
+            self.shared = self.shared or id(node) in self.paths
             self.paths[id(node)] = list(self.stack)
             self.loops[id(node.loop_var)] = node
             self.order.append(node)
@@ -27,6 +29,7 @@ class _PathFinder:
             self.visit(node.body)
             self.stack.pop()
         elif isinstance(node, S.BlockRealize):
+            self.shared = self.shared or id(node) in self.paths
             self.paths[id(node)] = list(self.stack)
             self.blocks[node.block.name_hint] = node
             self.order.append(node)
@@ -52,6 +55,7 @@ class FuncIndex:
         finder.visit(func.body)
         self._paths, self.blocks, self.loops, self.order = (finder.paths, finder.blocks,
                                                              finder.loops, finder.order)
+        self.shared = finder.shared
 
     def path(self, node) -> list:
         """For/BlockRealize ancestors of ``node``, outermost first."""
@@ -106,16 +110,31 @@ def _collect_child_blocks(node, found: list) -> None:
 
 def child_blocks(stmt) -> list:
     """BlockRealizes under ``stmt`` that are not nested inside another block under it."""
+    hit = _CHILD_BLOCKS.get(id(stmt))
+    if hit is not None and hit[0] is stmt:
+        return list(hit[1])
     found: list = []
     _collect_child_blocks(stmt.block.body if isinstance(stmt, S.BlockRealize) else stmt, found)
+    if len(_CHILD_BLOCKS) >= _CHILD_BLOCKS_LIMIT:
+        _CHILD_BLOCKS.clear()
+    _CHILD_BLOCKS[id(stmt)] = (stmt, tuple(found))
     return found
 
 
-def replace_stmts(func, replacements: dict):
-    """``func`` with each statement ``old`` (keyed by id) replaced by ``replacements[id(old)]``."""
+# id(stmt) -> (stmt, its child blocks): statements are immutable and the same loop nest is asked
+# about by every check of a primitive (and by every schedule sharing it), so the answer is kept,
+# holding the statement so that its id stays its own; emptied when full.
+_CHILD_BLOCKS: dict = {}
+_CHILD_BLOCKS_LIMIT = 1 << 11
+
+
+def replace_stmts(func, replacements: dict, index: FuncIndex | None = None):
+    """``func`` with each statement ``old`` (keyed by id) replaced by ``replacements[id(old)]``.
+    With ``func``'s ``index``, only the loops and blocks above the replaced statements are
+    looked into (when each of them is a loop or block the index knows)."""
     if not replacements:
         return func
-    walk = _StmtWalk(replacements)
+    walk = _StmtWalk(replacements, _ancestors(index, func, replacements))
     new_body = walk.visit(func.body)
     if walk.used != len(replacements):
         # a key that is no statement of the tree (or lies under another replaced one): the
@@ -125,6 +144,7 @@ def replace_stmts(func, replacements: dict):
 
 
 _STMTS = (S.Stmt, S.Block)
+_PLACED = (S.For, S.BlockRealize)
 _MISSING = object()
 _STMT_FIELDS: dict = {}
 
@@ -141,12 +161,46 @@ def _stmt_fields(cls) -> tuple:
     return names
 
 
+def _rebuilt(node, changes: dict):
+    """``node.replace(**changes)``, calling the class with every field in order where its
+    fields are all plain constructor parameters (what dataclasses.replace ends up doing)."""
+    cls = type(node)
+    names = _PLAIN_FIELDS.get(cls)
+    if names is None:
+        fields = dataclasses.fields(cls)
+        names = _PLAIN_FIELDS[cls] = tuple(f.name for f in fields) if all(
+            f.init and not f.kw_only for f in fields) else ()
+    if not names:
+        return node.replace(**changes)
+    return cls(*[changes[name] if name in changes else getattr(node, name) for name in names])
+
+
+_PLAIN_FIELDS: dict = {}   # class -> its field names, () when replace must go the general way
+
+
+def _ancestors(index, func, replacements: dict) -> set | None:
+    """The ids of the loops and blocks above the statements to replace, from ``func``'s index;
+    None (look everywhere) without one, or when a statement is not a loop or block it placed."""
+    if index is None or getattr(index, "func", None) is not func or getattr(index, "shared", True):
+        return None
+    out = set()
+    for key in replacements:
+        path = index._paths.get(key)
+        if path is None:
+            return None
+        out.update(id(node) for node in path)
+    return out
+
+
 class _StmtWalk:
     """StmtReplacer's rewrite, descending into statements only (the common, fast case): nodes
-    are rebuilt only on the way to a replaced statement; ``used`` counts the replacements made."""
+    are rebuilt only on the way to a replaced statement; ``used`` counts the replacements made.
+    With ``ancestors`` (ids), a loop or block not among them is left as it is unvisited: no
+    replaced statement lies inside it."""
 
-    def __init__(self, replacements: dict):
+    def __init__(self, replacements: dict, ancestors: set | None = None):
         self.replacements = replacements
+        self.ancestors = ancestors
         self.used = 0
 
     def visit(self, node):
@@ -154,6 +208,8 @@ class _StmtWalk:
         if new is not _MISSING:
             self.used += 1
             return new
+        if self.ancestors is not None and isinstance(node, _PLACED) and id(node) not in self.ancestors:
+            return node
         if isinstance(node, _STMTS):
             changes = {}
             for name in _stmt_fields(type(node)):
@@ -162,7 +218,7 @@ class _StmtWalk:
                     new = self.visit(value)
                     if new is not value:
                         changes[name] = new
-            return node.replace(**changes) if changes else node
+            return _rebuilt(node, changes) if changes else node
         if isinstance(node, (tuple, list)):
             new = [self.visit(item) for item in node]
             if all(a is b for a, b in zip(new, node)):

@@ -19,10 +19,23 @@ def instruction(method):
     signature = inspect.signature(method)
     params = list(signature.parameters.values())[1:]
     kind = []   # the InstructionKind, made on first use (the Schedule class must exist first)
+    # Methods whose parameters are all plain (no *args, **kwargs, positional-only) have their
+    # call recorded without binding the signature, unless it is not a simple, valid call.
+    plain = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params)
+    by_position = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    names = {p.name for p in params}
+    names_in_order = [p.name for p in params if p.name != "decision"]
+    required = [p.name for p in params if p.default is p.empty]
 
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        bound = signature.bind(self, *args, **kwargs)
+    def record(args, kwargs):
+        """(positional, keywords) of the call as the trace records it."""
+        if plain and len(args) <= len(by_position):
+            given = dict(zip(by_position, args))
+            if all(k in names and k not in given for k in kwargs):
+                given.update(kwargs)
+                if all(name in given for name in required):
+                    return [], {name: given[name] for name in names_in_order if name in given}
+        bound = signature.bind(None, *args, **kwargs)
         positional, keywords = [], {}
         for p in params:
             if p.name not in bound.arguments or p.name == "decision":
@@ -34,6 +47,11 @@ def instruction(method):
                 keywords.update(value)
             else:
                 keywords[p.name] = value
+        return positional, keywords
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        positional, keywords = record(args, kwargs)
         mod_before = self._mod
         self._last_decision = None
         level = self._error_render_level

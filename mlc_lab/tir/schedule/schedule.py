@@ -234,7 +234,9 @@ class ScheduleBase:
         self._mod = self._mod.with_function(func_name, new_func)
 
     def _replace(self, func_name: str, replacements: dict, primitive: str) -> PrimFunc:
-        new_func = replace_stmts(self._func(func_name), replacements)
+        func = self._func(func_name)
+        cached = self.__dict__.get("_index_cache")
+        new_func = replace_stmts(func, replacements, cached[1] if cached and cached[0] is func else None)
         self._update(func_name, new_func, primitive)
         return new_func
 

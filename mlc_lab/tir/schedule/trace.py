@@ -79,6 +79,21 @@ class Instruction:
         return fmt.python_line(self, None)
 
 
+class _Where:
+    """Where in a trace an instruction saved to JSON sits, for error messages: formatted only
+    when one is raised."""
+    __slots__ = ("index", "inst")
+
+    def __init__(self, index: int, inst):
+        self.index, self.inst = index, inst
+
+    def __str__(self) -> str:
+        return f"Trace.as_json: instruction {self.index} ({self.inst.kind})"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
 def _plain(value):
     """An attribute as Python: IntImm/FloatImm constants become numbers, lists element-wise."""
     if isinstance(value, (list, tuple)):
@@ -236,8 +251,8 @@ class Trace:
         names: dict[int, str] = {}
         insts, decisions = [], []
         for index, inst in enumerate(self._kept(remove_postproc)):
-            where = f"Trace.as_json: instruction {index} ({inst.kind})"
-            inputs, attrs = inst.inputs, inst.attrs
+            where = _Where(index, inst)
+            inputs, attrs = inst._tvm_form if inst._tvm_form is not None else fmt.split_call(inst)
             outs = []
             for out in _outputs(inst):
                 names.setdefault(id(out), f"{fmt.rv_prefix(out)}{len(names)}")

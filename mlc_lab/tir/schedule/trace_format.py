@@ -82,6 +82,17 @@ def layout_of(kind) -> tuple[list, list]:
     """(inputs, attrs) parameter names of ``kind``: the reference layout, with any further
     parameter of mlc_lab's method appended to the attrs; a kind the reference compiler does
     not have takes every parameter as an input, in order."""
+    key = (getattr(kind, "name", None), getattr(kind, "method", str(kind)))
+    known = _LAYOUTS_OF.get(key)
+    if known is None:
+        known = _LAYOUTS_OF[key] = _layout_of(kind)
+    return list(known[0]), list(known[1])
+
+
+_LAYOUTS_OF: dict = {}   # (kind name, method) -> layout_of's answer (parameters never change)
+
+
+def _layout_of(kind) -> tuple[list, list]:
     params = params_of(kind)
     names = [p.name for p in params or []]
     layout = LAYOUTS.get(getattr(kind, "name", str(kind)))

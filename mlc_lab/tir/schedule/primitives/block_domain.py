@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ....arith import can_prove, simplify
+from ...linear_index import can_prove, simplify
 from ....arith.simplify import Linear, from_linear, is_multiple_of, linear_form
 from ... import expr as E
 from ... import stmt as S

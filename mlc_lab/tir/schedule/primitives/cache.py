@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 
 from ...analysis import block_access_regions
+from ....ir.node import Node
 from ...buffer import Buffer, check_scope
 from ... import expr as E
 from ... import stmt as S
@@ -585,12 +586,20 @@ def _check_scope(storage_scope, primitive: str, func, realize) -> None:
 
 
 def taken_buffer_names(func) -> set:
-    names = set()
-
-    def note(node):
+    """The names of every buffer reachable from the function's parameters and body (through
+    any field, as ``post_order_visit`` reaches them), each node looked at once."""
+    names, seen, todo = set(), set(), [func.params, func.body]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (tuple, list)):
+            todo.extend(node)
+            continue
+        if not isinstance(node, Node) or id(node) in seen:
+            continue
+        seen.add(id(node))
         if isinstance(node, Buffer):
             names.add(node.name)
-    post_order_visit((func.params, func.body), note)
+        todo.extend(value for _, value in node.fields() if isinstance(value, (Node, tuple, list)))
     return names
 
 

@@ -2,7 +2,7 @@
 (move a consumer under a producer's loop), each covering exactly the region needed there."""
 from __future__ import annotations
 
-from ....arith import can_prove, simplify
+from ...linear_index import can_prove, simplify
 from ....arith.bound import int_bound
 from .. import errors
 from ... import expr as E

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....arith.simplify import linear_form
+from ...linear_index import linear_form
 from ....ir import hooks
 from ... import expr as E
 from ...stmt_functor import conjuncts, uses_var

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from functools import reduce
 
-from ....arith import can_prove, simplify
+from ...linear_index import can_prove, simplify
 from .. import errors
 from ... import expr as E
 from ... import stmt as S

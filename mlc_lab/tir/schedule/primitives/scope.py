@@ -3,7 +3,7 @@ ranges, block classification. The block and loop predicates here are the ones ev
 decides by (``tir.schedule.policy.blocks`` offers them to the rules)."""
 from __future__ import annotations
 
-from ....arith import simplify
+from ...linear_index import simplify
 from .. import errors
 from ... import expr as E
 from ... import stmt as S
