@@ -126,7 +126,7 @@ def shortest_cycle(graph: dict[str, set[str]], component: set[str]) -> list[str]
 # Bottom to top: (layer, the module prefixes in it). A module belongs to the layer of its longest
 # matching prefix.
 LAYERS = [
-    ("support", ["mlc_lab._env", "mlc_lab._html"]),
+    ("support", ["mlc_lab._env", "mlc_lab._gc", "mlc_lab._html"]),
     ("ir", ["mlc_lab.ir"]),
     ("tir", ["mlc_lab.tir", "mlc_lab.arith"]),
     ("tir passes and schedules", ["mlc_lab.tir.transform", "mlc_lab.tir.schedule"]),

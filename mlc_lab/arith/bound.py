@@ -20,11 +20,14 @@ class _Bounder:
         self.var_ranges = var_ranges
 
     def bound(self, e) -> Interval:
-        method = next((getattr(self, "bound_" + cls.__name__) for cls in type(e).__mro__
-                       if hasattr(self, "bound_" + cls.__name__)), None)
-        if method is None or not dt.is_int(e.dtype):
+        method = _RULES.get(type(e))
+        if method is None:
+            method = _RULES[type(e)] = next(
+                (getattr(_Bounder, "bound_" + cls.__name__) for cls in type(e).__mro__
+                 if hasattr(_Bounder, "bound_" + cls.__name__)), False)
+        if not method or not _is_int(e.dtype):
             return UNBOUNDED
-        return method(e)
+        return method(self, e)
 
     def bound_IntImm(self, e):
         return (e.value, e.value)
@@ -40,7 +43,7 @@ class _Bounder:
 
 
     def bound_Cast(self, e):
-        return self.bound(e.value) if dt.is_int(e.value.dtype) else UNBOUNDED
+        return self.bound(e.value) if _is_int(e.value.dtype) else UNBOUNDED
 
     def bound_Add(self, e):
         (a0, a1), (b0, b1) = self.bound(e.a), self.bound(e.b)
@@ -88,6 +91,10 @@ class _Bounder:
         return (None if None in (a0, b0) else min(a0, b0), None if None in (a1, b1) else max(a1, b1))
 
 
+# expression class -> the _Bounder rule for it (found through its bases), False when none
+_RULES: dict = {}
+
+
 def _add(x, y):
     return None if x is None or y is None else x + y
 
@@ -113,3 +120,22 @@ def _max(x, y, lower):
     if x is None or y is None:
         return (y if x is None else x) if lower else None
     return max(x, y)
+
+
+# dtype string -> is_int / lanes: asked for every node, answered once per dtype
+_IS_INT: dict = {}
+_LANES: dict = {}
+
+
+def _is_int(dtype: str) -> bool:
+    known = _IS_INT.get(dtype)
+    if known is None:
+        known = _IS_INT[dtype] = dt.is_int(dtype)
+    return known
+
+
+def _lanes(dtype: str) -> int:
+    known = _LANES.get(dtype)
+    if known is None:
+        known = _LANES[dtype] = dt.lanes(dtype)
+    return known

@@ -5,16 +5,26 @@ from __future__ import annotations
 
 import math
 
+from ..ir.node import Node, field_values
 from ..tir import dtype as dt
 from ..tir import expr as E
 from .bound import int_bound
+from .simplify_memo import SimplifyMemo, current_memo
 
 
-def simplify(e, var_ranges: dict | None = None):
-    """Simplify ``e`` (a PrimExpr); ``var_ranges`` maps Var -> Range for bound-based rules."""
+def simplify(e, var_ranges: dict | None = None, memo: "SimplifyMemo | None" = None):
+    """Simplify ``e`` (a PrimExpr); ``var_ranges`` maps Var -> Range for bound-based rules.
+    ``memo`` (a SimplifyMemo) lets many calls share what they learn about the same nodes; a
+    pass that simplifies every expression of a function passes one.
+
+    >>> from mlc_lab import tir
+    >>> i = tir.Var("i")
+    >>> simplify(i * 4 + 2 - i * 4), simplify(i // 8, {i: tir.Range.from_min_extent(0, 8)})
+    (2, 0)
+    """
     if not isinstance(e, E.PrimExpr):
         return e
-    return _Simplifier(var_ranges or {}).visit(e)
+    return _Simplifier(var_ranges or {}, memo or current_memo()).visit(e)
 
 
 def can_prove(cond, var_ranges: dict | None = None) -> bool:
@@ -23,18 +33,37 @@ def can_prove(cond, var_ranges: dict | None = None) -> bool:
     return isinstance(c, E.IntImm) and c.value == 1
 
 
-def atom_key(e) -> tuple:
-    """A hashable key for an expression that identifies variables and buffers by identity."""
-    from ..ir.node import Node
+def atom_key(e, memo: dict | None = None) -> tuple:
+    """A hashable key for an expression that identifies variables and buffers by identity.
+    ``memo`` (a dict, id(node) -> (node, key)) reuses the keys of nodes met before."""
     if isinstance(e, E.Var):
         return ("var", id(e))
+    if isinstance(e, tuple):
+        return tuple(atom_key(x, memo) for x in e)
+    if not isinstance(e, Node):
+        return (type(e).__name__, e)
     if type(e).__name__ == "Buffer":
         return ("buffer", id(e))
-    if isinstance(e, tuple):
-        return tuple(atom_key(x) for x in e)
-    if isinstance(e, Node):
-        return (type(e).__name__,) + tuple(atom_key(v) for _, v in e.fields())
-    return (type(e).__name__, e)
+    if memo is not None:
+        hit = memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+    key = _Key((type(e).__name__,) + tuple(atom_key(v, memo) for v in field_values(e)))
+    if memo is not None:
+        memo[id(e)] = (e, key)
+    return key
+
+
+class _Key(tuple):
+    """A node's atom key: a tuple that computes its hash once. Keys nest as deep as the
+    expression, and a Linear's term dictionary hashes its keys at every lookup and copy."""
+
+    def __hash__(self):
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash = tuple.__hash__(self)
+            return self._hash
 
 
 def linear_form(e) -> "Linear":
@@ -111,26 +140,63 @@ class Linear:
 
 
 class _Simplifier:
-    def __init__(self, var_ranges):
+    """Simplifies under fixed variable ranges. Every node's result is remembered (the same
+    subexpression often appears many times), in ``memo`` when one is given."""
+
+    def __init__(self, var_ranges, memo: SimplifyMemo | None = None):
         self.var_ranges = var_ranges
+        memo = memo or SimplifyMemo()
+        self.results = memo.results_for(var_ranges)
+        self.keys, self.linears = memo.keys, memo.linears
 
     def visit(self, e):
-        method = getattr(self, "visit_" + type(e).__name__, None)
-        return method(e) if method else e
+        hit = self.results.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        method = _VISITORS.get(type(e))
+        if method is None:
+            method = _VISITORS[type(e)] = getattr(type(self), "visit_" + type(e).__name__, False)
+        out = method(self, e) if method else e
+        self.results[id(e)] = (e, out)
+        return out
 
     # -- helpers ---------------------------------------------------------------------------
     def linear(self, e) -> Linear:
-        if isinstance(e, E.IntImm) and dt.is_int(e.dtype):
+        """``e`` as a Linear (shared: callers build new ones rather than change it)."""
+        hit = self.linears.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        out = self._linear(e)
+        self.linears[id(e)] = (e, out)
+        return out
+
+    def linear_of(self, op: type, a, b) -> Linear:
+        """``linear(op(a, b))`` for op Add, Sub or Mul, without building the node when the
+        operands already share an integer dtype (the node is only needed as an atom)."""
+        if not (isinstance(a, E.PrimExpr) and isinstance(b, E.PrimExpr) and a.dtype == b.dtype
+                and _is_int(a.dtype)):
+            return self.linear(op(a, b))
+        la, lb = self.linear(a), self.linear(b)
+        if op is E.Add or op is E.Sub:
+            return la.add(lb, 1 if op is E.Add else -1)
+        if not lb.terms:
+            return la.scale(lb.const)
+        if not la.terms:
+            return lb.scale(la.const)
+        return self.linear(op(a, b))
+
+    def _linear(self, e) -> Linear:
+        if isinstance(e, E.IntImm) and _is_int(e.dtype):
             return Linear(const=e.value)
-        if isinstance(e, (E.Add, E.Sub)) and dt.is_int(e.dtype):
+        if isinstance(e, (E.Add, E.Sub)) and _is_int(e.dtype):
             return self.linear(e.a).add(self.linear(e.b), 1 if isinstance(e, E.Add) else -1)
-        if isinstance(e, E.Mul) and dt.is_int(e.dtype):
+        if isinstance(e, E.Mul) and _is_int(e.dtype):
             la, lb = self.linear(e.a), self.linear(e.b)
             if not lb.terms:
                 return la.scale(lb.const)
             if not la.terms:
                 return lb.scale(la.const)
-        return Linear({atom_key(e): (e, 1)})
+        return Linear({atom_key(e, self.keys): (e, 1)})
 
     def rebuild(self, lin: Linear, dtype: str):
         def term(atom, coef):
@@ -162,7 +228,7 @@ class _Simplifier:
             c = _const_value(atom.b) if isinstance(atom, E.FloorMod) else None
             if not isinstance(c, int) or c == 0:
                 continue
-            div_key = atom_key(E.FloorDiv(atom.a, atom.b))
+            div_key = ("FloorDiv",) + key[1:]   # atom_key of atom.a // atom.b
             if div_key in lin.terms and lin.terms[div_key][1] == coef * c:
                 both = Linear({key: (atom, coef), div_key: (lin.terms[div_key][0], coef * c)})
                 return self.merge_div_mod(lin.add(both, -1).add(self.linear(atom.a).scale(coef)))
@@ -211,7 +277,7 @@ class _Simplifier:
         v = self.visit(e.value)
         if v.dtype == e.dtype:
             return v
-        if isinstance(v, (E.IntImm, E.FloatImm)) and dt.lanes(e.dtype) == 1:
+        if isinstance(v, (E.IntImm, E.FloatImm)) and _lanes(e.dtype) == 1:
             return E.const(v.value if dt.is_float(e.dtype) else int(v.value), e.dtype)
         return E.Cast(e.dtype, v)
 
@@ -219,8 +285,8 @@ class _Simplifier:
         a, b = self.visit(e.a), self.visit(e.b)
         if _is_const(a) and _is_const(b):
             return _fold(type(e), a, b)
-        if dt.is_int(e.dtype) and dt.lanes(e.dtype) == 1:
-            lin = self.cancel_floordiv_pairs(self.merge_div_mod(self.linear(type(e)(a, b))))
+        if _is_int(e.dtype) and _lanes(e.dtype) == 1:
+            lin = self.cancel_floordiv_pairs(self.merge_div_mod(self.linear_of(type(e), a, b)))
             return self.rebuild(lin, e.dtype)
         if isinstance(e, E.Mul) and (_const_value(b) == 1 or _const_value(a) == 1):
             return a if _const_value(b) == 1 else b
@@ -243,7 +309,7 @@ class _Simplifier:
     def visit_FloorDiv(self, e):
         a, b = self.visit(e.a), self.visit(e.b)
         c = _const_value(b)
-        if not dt.is_int(e.dtype) or not isinstance(c, int) or c <= 0:
+        if not _is_int(e.dtype) or not isinstance(c, int) or c <= 0:
             return _fold(E.FloorDiv, a, b) if _is_const(a) and _is_const(b) and c else E.FloorDiv(a, b)
         if c == 1:
             return a
@@ -273,7 +339,7 @@ class _Simplifier:
     def visit_FloorMod(self, e):
         a, b = self.visit(e.a), self.visit(e.b)
         c = _const_value(b)
-        if not dt.is_int(e.dtype) or not isinstance(c, int) or c <= 0:
+        if not _is_int(e.dtype) or not isinstance(c, int) or c <= 0:
             return _fold(E.FloorMod, a, b) if _is_const(a) and _is_const(b) and c else E.FloorMod(a, b)
         if c == 1:
             return E.IntImm(e.dtype, 0)
@@ -288,7 +354,7 @@ class _Simplifier:
         a, b = self.visit(e.a), self.visit(e.b)
         if _is_const(a) and _is_const(b):
             return _fold(type(e), a, b)
-        if dt.is_int(e.dtype):
+        if _is_int(e.dtype):
             lo, hi = self.bound(self.visit(E.Sub(a, b)))
             take_a = isinstance(e, E.Min)
             if hi is not None and hi <= 0:
@@ -303,7 +369,7 @@ class _Simplifier:
         a, b = self.visit(e.a), self.visit(e.b)
         if _is_const(a) and _is_const(b):
             return _fold(type(e), a, b)
-        if dt.is_int(a.dtype) and dt.lanes(a.dtype) == 1:
+        if _is_int(a.dtype) and _lanes(a.dtype) == 1:
             diff = self.visit(E.Sub(a, b))
             lo, hi = self.bound(diff)
             verdict = _decide(type(e), lo, hi)
@@ -359,6 +425,10 @@ class _Simplifier:
         return E.Broadcast(self.visit(e.value), e.lanes)
 
 
+# expression class -> its _Simplifier rule (False: none, the expression stays as it is)
+_VISITORS: dict = {}
+
+
 def _is_const(e) -> bool:
     return isinstance(e, (E.IntImm, E.FloatImm))
 
@@ -395,12 +465,12 @@ def _fold(op, a, b):
         v = x * y
     elif op is E.Div:
         v = x / y if dt.is_float(dtype) else int(x / y) if y else None
-        if dt.is_int(dtype) and y:
+        if _is_int(dtype) and y:
             v = abs(x) // abs(y) * (1 if (x >= 0) == (y > 0) else -1)
     elif op is E.Mod:
         v = math.fmod(x, y) if dt.is_float(dtype) else x - y * (abs(x) // abs(y) * (1 if (x >= 0) == (y > 0) else -1))
     elif op is E.FloorDiv:
-        v = x // y if dt.is_int(dtype) else math.floor(x / y)
+        v = x // y if _is_int(dtype) else math.floor(x / y)
     elif op is E.FloorMod:
         v = x % y
     elif op is E.Min:
@@ -412,3 +482,22 @@ def _fold(op, a, b):
     if v is None:
         return op(a, b)
     return E.const(v, dtype)
+
+
+# dtype string -> is_int / lanes: asked for every node, answered once per dtype
+_IS_INT: dict = {}
+_LANES: dict = {}
+
+
+def _is_int(dtype: str) -> bool:
+    known = _IS_INT.get(dtype)
+    if known is None:
+        known = _IS_INT[dtype] = dt.is_int(dtype)
+    return known
+
+
+def _lanes(dtype: str) -> int:
+    known = _LANES.get(dtype)
+    if known is None:
+        known = _LANES[dtype] = dt.lanes(dtype)
+    return known

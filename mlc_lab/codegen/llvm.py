@@ -31,11 +31,12 @@ import llvmlite.ir as ir
 
 from .._env import debug_enabled
 from ..target import Target
+from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.functor import StmtExprVisitor
 from ..tir.transform.unroll_loop import fits_unroll_budget, partial_unroll_count
-from ..tir.stmt_functor import free_buffers, free_vars
+from ..tir.stmt_functor import _FreeScan, free_vars
 from .llvm_expr import ExprEmitter, value_type
 from .llvm_stmt import (STATUS_NO_MEMORY, STATUS_OK, STATUS_OUT_OF_BOUNDS, STATUS_RUNTIME_ERROR,
                         StmtEmitter)
@@ -308,6 +309,9 @@ class _LoopChecker(StmtExprVisitor):
         if loop.kind == "parallel":
             self.parallel.pop()
 
+    def visit_PrimExpr(self, e):
+        pass   # no loop or block inside an expression
+
     def visit_BlockRealize(self, realize):
         raise CodegenError(f"function {self.name} still contains block {realize.block.name_hint!r}; "
                            "the llvm backend takes lowered functions (mlc_lab.build lowers them, or "
@@ -321,5 +325,23 @@ def _check_loops(func, name: str) -> None:
 def _free_values(loop: S.For) -> tuple[list, list]:
     """Variables and buffers the body of ``loop`` takes from outside, in first-use order; the
     sizes of those buffers count as used (bounds checks and heap allocation need them)."""
-    captured = [v for v in free_vars(loop.body, buffer_shapes=True) if v is not loop.loop_var]
-    return captured, free_buffers(loop.body)
+    scan = _FreeValues()
+    scan.visit(loop.body)
+    return [v for v in scan.vars if v is not loop.loop_var], scan.buffers
+
+
+class _FreeValues(_FreeScan):
+    """``free_vars(..., buffer_shapes=True)`` and ``free_buffers`` in one walk, which looks at
+    an expression shared by several statements (unrolled copies share many) once: what it uses
+    was recorded, in first-use order, the first time."""
+
+    def __init__(self):
+        super().__init__(buffer_shapes=True)
+        self.seen: set = set()
+
+    def visit(self, node):
+        if isinstance(node, E.PrimExpr):
+            if id(node) in self.seen:
+                return None
+            self.seen.add(id(node))   # the statement holds the node: its id stays its own
+        return super().visit(node)

@@ -6,6 +6,9 @@ registers and one byte in memory.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
+
 import llvmlite.ir as ir
 
 from ..tir import dtype as dt
@@ -50,19 +53,96 @@ def _mangle(t: ir.Type) -> str:
 
 
 class ExprEmitter:
-    """Mixin of FunctionEmitter: ``expr(e)`` emits ``e`` at the builder's position."""
+    """Mixin of FunctionEmitter: ``expr(e)`` emits ``e`` at the builder's position.
+
+    A pure expression (no load, no call) is emitted once per scope: unrolled and vectorized
+    bodies repeat the same index arithmetic many times, and emitting it again would only give
+    LLVM more to parse and to fold back together. The value of such an expression is kept
+    until the end of the innermost scope (``cse_scope``: a loop body, a branch, a let body)
+    that was open when it was emitted, so a cached value always dominates its uses and a
+    variable bound again (a sibling loop over the same variable) never sees a stale value."""
+
+    _cse_values: dict = None   # structural id -> llvmlite value, for the open scopes
+
+    def cse_values(self) -> dict:
+        """The values remembered in the open scopes (key -> llvmlite value)."""
+        values = self._cse_values
+        if values is None:
+            values = self._cse_values = {}
+            self._cse_log, self._cse_ids, self._cse_memo = [], {}, {}
+        return values
 
     def expr(self, e: E.PrimExpr):
-        method = getattr(self, "expr_" + type(e).__name__, None)
+        values = self._cse_values
+        if values is None:
+            values = self.cse_values()
+        key = self._cse_key(e)
+        if key is not None:
+            value = values.get(key)
+            if value is not None:
+                return value
+        method = _EXPR_METHODS.get((type(self), type(e)))
         if method is None:
-            for base in type(e).__mro__[1:]:
-                method = getattr(self, "expr_" + base.__name__, None)
-                if method is not None:
+            method = _expr_method(type(self), type(e))
+            if method is None:
+                raise NotImplementedError(f"the llvm backend cannot compile {type(e).__name__} "
+                                          f"expressions ({e})")
+        value = method(self, e)
+        if key is not None and not isinstance(e, E.Var):
+            values[key] = value
+            self._cse_log.append(key)
+        return value
+
+    @contextlib.contextmanager
+    def cse_scope(self):
+        """Values of expressions first emitted inside the ``with`` are forgotten after it."""
+        self.cse_values()
+        mark = len(self._cse_log)
+        try:
+            yield
+        finally:
+            values, log = self._cse_values, self._cse_log
+            for key in log[mark:]:
+                values.pop(key, None)
+            del log[mark:]
+
+    def forget_expressions(self) -> None:
+        """Emit every expression anew from here on (until it is cached again)."""
+        if self._cse_values is not None:
+            self._cse_values.clear()
+
+    def _cse_key(self, e):
+        """A small int naming ``e``'s structure (equal for equal pure expressions), or None
+        when ``e`` reads memory or calls a function. Variables are named by identity."""
+        memo = self._cse_memo
+        hit = memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        cls = type(e)
+        if cls is E.Var or cls is E.SizeVar:
+            parts = (0, id(e))
+        elif cls is E.IntImm:
+            parts = (cls, e.dtype, int(e.value))
+        elif cls is E.FloatImm:
+            parts = (cls, e.dtype, float(e.value).hex())   # tells -0.0 from 0.0
+        elif cls in _CSE_OPERANDS:
+            parts = [cls]
+            for name in _CSE_OPERANDS[cls]:
+                child = self._cse_key(getattr(e, name))
+                if child is None:
+                    parts = None
                     break
-        if method is None:
-            raise NotImplementedError(f"the llvm backend cannot compile {type(e).__name__} "
-                                      f"expressions ({e})")
-        return method(e)
+                parts.append(child)
+            if parts is not None:
+                parts.extend(getattr(e, name) for name in _CSE_ATTRS.get(cls, ()))
+                parts = tuple(parts)
+        else:
+            parts = None
+        key = None
+        if parts is not None:
+            key = self._cse_ids.setdefault(parts, len(self._cse_ids))
+        memo[id(e)] = (e, key)   # holds ``e``, so its id is not reused while the memo lives
+        return key
 
     def fast(self, instr):
         # Multiply-add pairs may fuse into FMA instructions (one rounding instead of two), as
@@ -229,9 +309,8 @@ class ExprEmitter:
     def splat(self, value, lanes: int):
         b = self.builder
         vec_type = ir.VectorType(value.type, lanes)
-        one = b.insert_element(ir.Constant(vec_type, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
-        mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [ir.Constant(ir.IntType(32), 0)] * lanes)
-        return b.shuffle_vector(one, ir.Constant(vec_type, ir.Undefined), mask)
+        one = b.insert_element(undef(vec_type), value, ir.Constant(ir.IntType(32), 0))
+        return b.shuffle_vector(one, undef(vec_type), _zero_mask(lanes))
 
     def expr_Broadcast(self, e):
         return self.splat(self.expr(e.value), e.lanes)
@@ -303,7 +382,7 @@ class ExprEmitter:
         lanes = dt.lanes(dtype)
         if lanes == 1:
             return self.builder.call(fn, [x])
-        out = ir.Constant(x.type, ir.Undefined)
+        out = undef(x.type)
         for lane in range(lanes):
             index = ir.Constant(ir.IntType(32), lane)
             value = self.builder.call(fn, [self.builder.extract_element(x, index)])
@@ -317,10 +396,10 @@ class ExprEmitter:
         # A guarded load (e.g. padding) must not run when its guard is false.
         b = self.builder
         with b.if_else(self.expr(cond)) as (then, otherwise):
-            with then:
+            with then, self.cse_scope():
                 a = self.expr(then_value)
                 a_block = b.block
-            with otherwise:
+            with otherwise, self.cse_scope():
                 c = self.expr(else_value)
                 c_block = b.block
         phi = b.phi(a.type)
@@ -340,3 +419,45 @@ def _has_load(e) -> bool:
     if isinstance(e, tuple):
         return any(_has_load(v) for v in e)
     return False
+
+
+_UNDEF: dict = {}
+
+
+def undef(typ: ir.Type) -> ir.Constant:
+    """The undefined value of ``typ``: one constant object per type, whose text llvmlite
+    formats once however often it is used."""
+    text = str(typ)
+    constant = _UNDEF.get(text)
+    if constant is None:
+        constant = _UNDEF[text] = ir.Constant(typ, ir.Undefined)
+    return constant
+
+
+@functools.lru_cache(maxsize=None)
+def _zero_mask(lanes: int) -> ir.Constant:
+    """The shufflevector mask that repeats lane 0 ``lanes`` times (one constant for every use)."""
+    return ir.Constant(ir.VectorType(ir.IntType(32), lanes), [ir.Constant(ir.IntType(32), 0)] * lanes)
+
+
+# The operand fields (each an expression) and other fields (plain values) that make up the
+# structure of a pure expression of each class; a class not here is never shared.
+_CSE_OPERANDS = {cls: ("a", "b") for cls in (E.Add, E.Sub, E.Mul, E.Div, E.Mod, E.FloorDiv,
+                                             E.FloorMod, E.Min, E.Max, E.EQ, E.NE, E.LT, E.LE,
+                                             E.GT, E.GE, E.And, E.Or)}
+_CSE_OPERANDS.update({E.Not: ("a",), E.Cast: ("value",), E.Ramp: ("base", "stride"),
+                      E.Broadcast: ("value",),
+                      E.Select: ("condition", "true_value", "false_value")})
+_CSE_ATTRS = {E.Cast: ("dtype",), E.Ramp: ("lanes",), E.Broadcast: ("lanes",)}
+
+# (emitter class, expression class) -> the method that emits it (found through the bases)
+_EXPR_METHODS: dict = {}
+
+
+def _expr_method(emitter: type, cls: type):
+    for base in cls.__mro__:
+        method = getattr(emitter, "expr_" + base.__name__, None)
+        if method is not None:
+            _EXPR_METHODS[emitter, cls] = method
+            return method
+    return None

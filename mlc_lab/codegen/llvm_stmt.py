@@ -6,13 +6,14 @@ With ``-bounds-check`` every (lane) index is compared with the buffer's size fir
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import llvmlite.ir as ir
 
 from ..tir import dtype as dt
 from ..tir import expr as E
-from .llvm_expr import scalar_type, value_type
+from .llvm_expr import scalar_type, undef, value_type
 
 # Status codes returned by compiled functions.
 STATUS_OK, STATUS_OUT_OF_BOUNDS, STATUS_NO_MEMORY, STATUS_RUNTIME_ERROR = 0, 1, 2, 3
@@ -28,6 +29,13 @@ class StmtEmitter:
                                       "statements; it takes lowered functions")
         method(s)
 
+    def bind(self, var, value) -> None:
+        """Give ``var`` its value for the statements emitted next. A variable bound again inside
+        its own binding (shadowing) makes every remembered expression value stale."""
+        if var in self.vars:
+            self.forget_expressions()
+        self.vars[var] = value
+
     def stmt_SeqStmt(self, s) -> None:
         for stmt in s.seq:
             self.emit(stmt)
@@ -40,20 +48,22 @@ class StmtEmitter:
             self.expr(s.value)
 
     def stmt_LetStmt(self, s) -> None:
-        self.vars[s.var] = self.expr(s.value)
-        self.emit(s.body)
-        del self.vars[s.var]
+        value = self.expr(s.value)
+        with self.cse_scope():
+            self.bind(s.var, value)
+            self.emit(s.body)
+            del self.vars[s.var]
 
     def stmt_IfThenElse(self, s) -> None:
         cond = self.expr(s.condition)
         if s.else_case is None:
-            with self.builder.if_then(cond):
+            with self.builder.if_then(cond), self.cse_scope():
                 self.emit(s.then_case)
             return
         with self.builder.if_else(cond) as (then, otherwise):
-            with then:
+            with then, self.cse_scope():
                 self.emit(s.then_case)
-            with otherwise:
+            with otherwise, self.cse_scope():
                 self.emit(s.else_case)
 
     def stmt_For(self, loop) -> None:
@@ -83,9 +93,10 @@ class StmtEmitter:
         k.add_incoming(start, preheader)
         b.cbranch(b.icmp_signed("<", k, end), body_block, exit_block)
         b.position_at_end(body_block)
-        self.vars[var] = k if offset is None else b.add(offset, k)
-        self.emit(body)
-        del self.vars[var]
+        with self.cse_scope():
+            self.bind(var, k if offset is None else b.add(offset, k))
+            self.emit(body)
+            del self.vars[var]
         following = b.add(k, ir.Constant(typ, 1))
         following.flags.append("nsw")
         k.add_incoming(following, b.block)
@@ -138,16 +149,16 @@ class StmtEmitter:
         elem = scalar_type(s.buffer.dtype, in_memory=True)
         if _contiguous(index):
             start = self._checked(s.buffer, index)
-            self._store_lanes(value, b.gep(base, [start], source_etype=elem), s.buffer.dtype,
+            self._store_lanes(value, self.address(base, start, elem), s.buffer.dtype,
                               index.lanes)
             return
         lanes = self._checked(s.buffer, index)
         if not isinstance(lanes, list):
-            b.store(value, b.gep(base, [lanes], source_etype=elem))
+            b.store(value, self.address(base, lanes, elem))
             return
         for lane, position in enumerate(lanes):
             lane_value = b.extract_element(value, ir.Constant(ir.IntType(32), lane))
-            b.store(lane_value, b.gep(base, [position], source_etype=elem))
+            b.store(lane_value, self.address(base, position, elem))
 
     def load(self, buffer, indices, dtype):
         index = self._index(buffer, indices)
@@ -156,26 +167,26 @@ class StmtEmitter:
         typ = value_type(dtype, in_memory=True)
         if _contiguous(index):
             start = self._checked(buffer, index)
-            value = self._load_lanes(b.gep(base, [start], source_etype=elem), buffer.dtype,
+            value = self._load_lanes(self.address(base, start, elem), buffer.dtype,
                                      index.lanes, typ)
         elif _short_stride(index):
             # Every stride-th element of one contiguous run: one load of the run, one shuffle.
             stride, lanes = index.stride.value, index.lanes
             start = self._checked(buffer, E.Ramp(index.base, E.const(1, index.base.dtype),
                                                  (lanes - 1) * stride + 1))
-            run = self._load_lanes(b.gep(base, [start], source_etype=elem), buffer.dtype,
+            run = self._load_lanes(self.address(base, start, elem), buffer.dtype,
                                    (lanes - 1) * stride + 1,
                                    ir.VectorType(elem, (lanes - 1) * stride + 1))
-            value = b.shuffle_vector(run, ir.Constant(run.type, ir.Undefined),
+            value = b.shuffle_vector(run, undef(run.type),
                                      _lane_indices(range(0, lanes * stride, stride)))
         else:
             lanes = self._checked(buffer, index)
             if not isinstance(lanes, list):
-                value = b.load(b.gep(base, [lanes], source_etype=elem), typ=typ)
+                value = b.load(self.address(base, lanes, elem), typ=typ)
             else:
-                value = ir.Constant(typ, ir.Undefined)
+                value = undef(typ)
                 for lane, position in enumerate(lanes):
-                    item = b.load(b.gep(base, [position], source_etype=elem), typ=elem)
+                    item = b.load(self.address(base, position, elem), typ=elem)
                     value = b.insert_element(value, item, ir.Constant(ir.IntType(32), lane))
         if dt.is_bool(buffer.dtype):
             value = b.icmp_unsigned("!=", value, ir.Constant(typ, None))
@@ -193,8 +204,8 @@ class StmtEmitter:
         wide, mask = self._mask(dtype, lanes)
         load = self._masked("load", wide, [ir.PointerType(), ir.IntType(32), mask.type, wide], wide)
         loaded = b.call(load, [pointer, ir.Constant(ir.IntType(32), _align(dtype)), mask,
-                               ir.Constant(wide, ir.Undefined)])
-        return b.shuffle_vector(loaded, ir.Constant(wide, ir.Undefined), _lane_indices(range(lanes)))
+                               undef(wide)])
+        return b.shuffle_vector(loaded, undef(wide), _lane_indices(range(lanes)))
 
     def _store_lanes(self, value, pointer, dtype: str, lanes: int) -> None:
         b = self.builder
@@ -203,15 +214,17 @@ class StmtEmitter:
             b.store(value, pointer, align=_align(dtype))
             return
         wide, mask = self._mask(dtype, lanes)
-        widened = b.shuffle_vector(value, ir.Constant(value.type, ir.Undefined),
+        widened = b.shuffle_vector(value, undef(value.type),
                                    _lane_indices(list(range(lanes)) + [0] * (wide.count - lanes)))
         store = self._masked("store", wide, [wide, ir.PointerType(), ir.IntType(32), mask.type],
                              ir.VoidType())
         b.call(store, [widened, pointer, ir.Constant(ir.IntType(32), _align(dtype)), mask])
 
     @staticmethod
+    @functools.lru_cache(maxsize=None)
     def _mask(dtype: str, lanes: int):
-        """The vector of the next power of two lanes, and the mask of its first ``lanes``."""
+        """The vector of the next power of two lanes, and the mask of its first ``lanes``
+        (constants: one object serves every use)."""
         width = 1 << (lanes - 1).bit_length()
         wide = ir.VectorType(scalar_type(dtype, in_memory=True), width)
         return wide, ir.Constant(ir.VectorType(ir.IntType(1), width), [k < lanes for k in range(width)])
@@ -220,6 +233,18 @@ class StmtEmitter:
         """The declaration of ``llvm.masked.<what>`` (load or store) on vectors like ``wide``."""
         name = f"llvm.masked.{what}.v{wide.count}{_MASKED_TYPES[str(wide.element)]}.p0"
         return self.codegen.extern(name, ret, args)
+
+    def address(self, base, index, elem):
+        """The address of element ``index`` of ``base`` (an array of ``elem``). An address is
+        computed once per scope, like a pure expression: a load and a store of one element,
+        or two loads of it, share it."""
+        values = self.cse_values()
+        key = ("address", id(base), id(index), str(elem))   # the GEP holds base and index
+        pointer = values.get(key)
+        if pointer is None:
+            pointer = values[key] = self.builder.gep(base, [index], source_etype=elem)
+            self._cse_log.append(key)
+        return pointer
 
     def _index(self, buffer, indices):
         if len(indices) != 1:
@@ -254,7 +279,7 @@ class StmtEmitter:
         b, i64 = self.builder, ir.IntType(64)
         wide = self.cast(position, dtype, "int64")
         outside = b.icmp_unsigned(">=", wide, self.buffer_size(buffer))   # negatives wrap high
-        with b.if_then(outside, likely=False):
+        with b.if_then(outside, likely=False), self.cse_scope():
             report = self.codegen.extern("mlc_bounds_error", ir.VoidType(), [ir.IntType(32), i64])
             b.call(report, [ir.Constant(ir.IntType(32), self.codegen.buffer_id(buffer)), wide])
             self.fail(STATUS_OUT_OF_BOUNDS)
@@ -272,8 +297,14 @@ def _masked_width(dtype: str, lanes: int) -> bool:
 
 def _lane_indices(indices) -> ir.Constant:
     """A shufflevector mask picking ``indices``."""
-    indices = list(indices)
-    return ir.Constant(ir.VectorType(ir.IntType(32), len(indices)), indices)
+    return _lane_constant(tuple(indices))
+
+
+@functools.lru_cache(maxsize=None)
+def _lane_constant(indices: tuple) -> ir.Constant:
+    # a constant is a value, not an instruction: one object serves every use (and its text,
+    # which llvmlite caches, is formatted once)
+    return ir.Constant(ir.VectorType(ir.IntType(32), len(indices)), list(indices))
 
 
 def _on_stack(pointer) -> bool:

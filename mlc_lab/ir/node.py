@@ -10,6 +10,7 @@ the base IR depends on no printer.
 from __future__ import annotations
 
 import dataclasses
+import operator
 
 from . import hooks
 
@@ -42,6 +43,33 @@ class Printable:
 
 # class -> the names of its dataclass fields, in declaration order (see Node.fields)
 _FIELD_NAMES: dict = {}
+# class -> a function giving the tuple of its field values (see field_values)
+_FIELD_GETTERS: dict = {}
+
+
+def field_names(cls: type) -> tuple:
+    """The names of the dataclass fields of node class ``cls``, in declaration order."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:   # the field list of a class never changes: read it once
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def field_values(node) -> tuple:
+    """The values of ``node``'s fields, in ``field_names`` order (what ``fields`` pairs with
+    the names, fetched in one call: traversals over every node of a program use it)."""
+    getter = _FIELD_GETTERS.get(type(node))
+    if getter is None:
+        names = field_names(type(node))
+        if len(names) == 1:
+            name = names[0]
+            getter = lambda n: (getattr(n, name),)   # noqa: E731
+        elif names:
+            getter = operator.attrgetter(*names)
+        else:
+            getter = lambda n: ()   # noqa: E731
+        _FIELD_GETTERS[type(node)] = getter
+    return getter(node)
 
 
 class Node(Printable):
@@ -55,10 +83,7 @@ class Node(Printable):
 
     def fields(self):
         """(name, value) for every dataclass field, in declaration order."""
-        names = _FIELD_NAMES.get(type(self))
-        if names is None:   # the field list of a class never changes: read it once
-            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in dataclasses.fields(self))
-        return [(name, getattr(self, name)) for name in names]
+        return list(zip(field_names(type(self)), field_values(self)))
 
     def replace(self, **changes):
         """A copy of this node with some fields changed (nodes are immutable)."""

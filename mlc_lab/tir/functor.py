@@ -24,9 +24,11 @@ keep recursing::
 """
 from __future__ import annotations
 
+import inspect
+import types
 from typing import Any
 
-from ..ir.node import Node
+from ..ir.node import Node, field_names, field_values
 
 
 def _visit_method(instance: Any, node_cls: type):
@@ -36,21 +38,30 @@ def _visit_method(instance: Any, node_cls: type):
         cache = {}
         setattr(type(instance), "_visit_cache", cache)
     if node_cls not in cache:
-        cache[node_cls] = next((f"visit_{base.__name__}" for base in node_cls.__mro__
-                                if base is not Node and hasattr(instance, f"visit_{base.__name__}")),
-                               None)
-    name = cache[node_cls]
-    return getattr(instance, name) if name else None
+        name = next((f"visit_{base.__name__}" for base in node_cls.__mro__
+                     if base is not Node and hasattr(instance, f"visit_{base.__name__}")), None)
+        # a plain function of the class (the usual case) is called without building a bound
+        # method each time; anything else (a static method, a callable attribute) by its name
+        function = inspect.getattr_static(type(instance), name, None) if name else None
+        cache[node_cls] = function if isinstance(function, types.FunctionType) else name
+    entry = cache[node_cls]
+    if entry is None:
+        return None
+    return getattr(instance, entry) if isinstance(entry, str) else entry.__get__(instance)
 
 
 def _dispatch(instance: Any, node: Node):
     """``instance.visit_<Name>(node)``, or ``instance.generic_visit(node)`` when there is none."""
-    try:   # the common case, a class met before, without building a bound method twice
-        name = type(instance).__dict__["_visit_cache"][type(node)]
+    try:   # the common case, a class met before
+        entry = type(instance).__dict__["_visit_cache"][type(node)]
     except KeyError:
         method = _visit_method(instance, type(node))
         return method(node) if method is not None else instance.generic_visit(node)
-    return getattr(instance, name)(node) if name else instance.generic_visit(node)
+    if entry is None:
+        return instance.generic_visit(node)
+    if isinstance(entry, str):
+        return getattr(instance, entry)(node)
+    return entry(instance, node)
 
 
 class StmtExprVisitor:
@@ -66,7 +77,7 @@ class StmtExprVisitor:
 
     def generic_visit(self, node: Node) -> None:
         """Visit every field of ``node`` that holds IR."""
-        for _, value in node.fields():
+        for value in field_values(node):
             if isinstance(value, (Node, tuple, list)):
                 self.visit(value)
 
@@ -94,11 +105,13 @@ class StmtExprMutator:
 
     def generic_visit(self, node: Node) -> Node:
         """``node`` with every IR-holding field mutated; ``node`` itself when nothing changed."""
-        changes = {}
-        for name, value in node.fields():
+        changes = None
+        for name, value in zip(field_names(type(node)), field_values(node)):
             if isinstance(value, (Node, tuple, list)):
                 new = self.visit(value)
                 if new is not value:
+                    if changes is None:
+                        changes = {}
                     changes[name] = new
         return node.replace(**changes) if changes else node
 

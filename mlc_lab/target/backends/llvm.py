@@ -29,6 +29,11 @@ class LLVMBackend(Backend):
         parallel_threshold=_min_parallel_flops,   # 5e4 flops natively, more with the Python pool
     )
 
+    def build(self, functions, target):
+        from ..._gc import paused
+        with paused():   # lowering and LLVM IR building allocate a burst of acyclic objects
+            return super().build(functions, target)
+
     def lower(self, mod, target):
         from ...tir.transform import lower
         return lower(mod)

@@ -11,6 +11,9 @@ from .prim_func_pass import prim_func_pass
 
 
 class _LowerInit(StmtExprMutator):
+    def visit_PrimExpr(self, e):
+        return e   # no block or constant allocation inside an expression
+
     def visit_Block(self, block: S.Block):
         block = self.generic_visit(block)
         if block.init is None:

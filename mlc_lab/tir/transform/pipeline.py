@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 
+from ..._gc import paused as gc_paused
+from ...arith.simplify_memo import shared_memo
 from ...ir.module import IRModule
 from ...ir.transform import Pass, PassContext, Sequential
 from ..function import PrimFunc
@@ -91,7 +93,11 @@ def lower(mod_or_func, debug: bool = False, extra_passes=()) -> IRModule:
         raise ValueError(f"lowering pass {refused[0]} cannot be disabled: the code generators need "
                          f"its output (those that can be: {', '.join(optional)})")
     verify(mod)   # ill-formed input is the caller's error, reported before any pass runs
-    with ctx.with_config(debug=True) if debug else contextlib.nullcontext():
+    # The passes simplify the same subexpressions again and again: they share what is learnt
+    # about each node (the memo lives as long as this call). Their allocations are almost all
+    # acyclic: the cyclic garbage collector waits until they are done (mlc_lab._gc).
+    with ctx.with_config(debug=True) if debug else contextlib.nullcontext(), shared_memo(), \
+            gc_paused():
         mod = lowering_sequence(extra_passes)(mod)
         if PassContext.current().debug:
             verify_memory(mod)

@@ -42,6 +42,9 @@ class _Owners(StmtExprVisitor):
     def __init__(self):
         self.buffers = {}
 
+    def visit_PrimExpr(self, e):
+        pass   # no block inside an expression
+
     def visit_Block(self, block):
         for buf in block.alloc_buffers:
             self.buffers[id(buf)] = (buf, block)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...arith import simplify as simplify_expr
+from ...arith.simplify_memo import SimplifyMemo, current_memo
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
@@ -25,12 +26,16 @@ class _Simplify(StmtExprMutator):
     def __init__(self):
         super().__init__()
         self.ranges: dict = {}
+        # unrolled bodies repeat the same subexpressions: one memo for the whole function (the
+        # lowering pipeline's, when it runs under one)
+        self.memo = current_memo() or SimplifyMemo()
+
 
     def visit_Buffer(self, buffer):
         return buffer   # shapes were simplified by flatten_buffer; parameters must stay the same objects
 
     def visit_PrimExpr(self, e):
-        return simplify_expr(e, self.ranges)
+        return simplify_expr(e, self.ranges, self.memo)
 
     def visit_For(self, loop):
         low, extent = self.visit(loop.min), self.visit(loop.extent)

@@ -44,6 +44,9 @@ class _Requests(StmtExprVisitor):
     def __init__(self):
         self.requests: dict = {}
 
+    def visit_PrimExpr(self, e):
+        pass   # no block inside an expression
+
     def visit_Block(self, block):
         entries = align_entries(dict(block.annotations).get(BUFFER_DIM_ALIGN))
         for buffer_index, axis, factor, offset in entries or ():

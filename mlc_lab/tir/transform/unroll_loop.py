@@ -8,7 +8,8 @@ from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
 from ..functor import StmtExprMutator, StmtExprVisitor
-from ..stmt_functor import substitute
+from ...ir.node import Node, field_values
+from ..stmt_functor import Substitute
 from .prim_func_pass import is_const, prim_func_pass
 
 MAX_UNROLL = 64
@@ -22,16 +23,54 @@ def unroll_loop(func: PrimFunc) -> PrimFunc:
 
 
 class _Unroll(StmtExprMutator):
+    def visit_PrimExpr(self, e):
+        return e   # no loop inside an expression: nothing to expand there
+
     def visit_For(self, loop):
         loop = self.generic_visit(loop)
         if loop.kind != "unrolled" or not fits_unroll_budget(loop):
             return loop
+        uses: dict = {}   # which expressions of the body use the loop variable, for every copy
         if not is_const(loop.min):
-            copies = [substitute(loop.body, {loop.loop_var: loop.min + k}) for k in range(loop.extent.value)]
+            copies = [_Substitute(loop.loop_var, loop.min + k, uses).visit(loop.body)
+                      for k in range(loop.extent.value)]
         else:
-            copies = [substitute(loop.body, {loop.loop_var: E.const(loop.min.value + k, loop.loop_var.dtype)})
+            copies = [_Substitute(loop.loop_var, E.const(loop.min.value + k, loop.loop_var.dtype),
+                                  uses).visit(loop.body)
                       for k in range(loop.extent.value)]
         return S.seq(*copies) if copies else S.Evaluate(E.const(0))
+
+
+class _Substitute(Substitute):
+    """``substitute(body, {var: value})`` that does not walk an expression without ``var``
+    (it would come back unchanged): ``uses``, shared by the copies of one body, remembers which
+    expressions use it."""
+
+    def __init__(self, var, value, uses: dict):
+        super().__init__({var: value})
+        self.var, self.uses = var, uses
+
+    def visit(self, node):
+        if isinstance(node, E.PrimExpr) and not _uses(node, self.var, self.uses):
+            return node
+        return super().visit(node)
+
+
+def _uses(node, var, memo: dict) -> bool:
+    """Whether ``var`` appears anywhere in ``node`` (buffer shapes included)."""
+    if node is var:
+        return True
+    if isinstance(node, (tuple, list)):
+        return any(_uses(item, var, memo) for item in node)
+    if not isinstance(node, Node) or isinstance(node, E.Var):
+        return False
+    hit = memo.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    found = any(_uses(value, var, memo) for value in field_values(node)
+                if isinstance(value, (Node, tuple, list)))
+    memo[id(node)] = (node, found)   # holds the node: its id stays its own
+    return found
 
 
 def fits_unroll_budget(loop: S.For) -> bool:
@@ -62,6 +101,9 @@ class _StmtCount(StmtExprVisitor):
     def __init__(self):
         super().__init__()
         self.count = 0
+
+    def visit_PrimExpr(self, e):
+        pass   # expressions hold no statements
 
     def visit_BufferStore(self, store):
         self.count += 1

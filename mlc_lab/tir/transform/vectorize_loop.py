@@ -3,15 +3,20 @@
 # Expects flat, block-free PrimFuncs (after flatten_buffer).
 from __future__ import annotations
 
+import functools
+
 from ...arith.bound import int_bound
 from ...ir.structural import structural_equal
 from .. import dtype as dt
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..functor import StmtExprMutator
-from ..stmt_functor import loads_in, stores_in
+from ..functor import StmtExprMutator, StmtExprVisitor
+from ..stmt_functor import loads_in
 from .prim_func_pass import is_const, loop_range, prim_func_pass
+
+# dtype string -> lane count, parsed once per dtype (asked for every node)
+_lanes = functools.lru_cache(maxsize=None)(dt.lanes)
 
 
 @prim_func_pass
@@ -29,6 +34,9 @@ class _Loops(StmtExprMutator):
     def __init__(self):
         super().__init__()
         self.ranges: dict = {}
+
+    def visit_PrimExpr(self, e):
+        return e   # no loop inside an expression: nothing to look for there
 
     def visit_For(self, loop):
         self.ranges[loop.loop_var] = loop_range(loop)
@@ -54,7 +62,7 @@ class _Vectorizer:
         self.lets: dict = {}
         self.guarded = False       # inside a lane-dependent condition: every access must be in bounds
         self.accesses: dict[int, list] = {}
-        self.stored = {id(store.buffer) for store in stores_in(loop.body)}
+        self.stored = _StoredBuffers.of(loop.body)
 
     def run(self) -> S.Stmt:
         body = self.stmt(self.loop.body, None)
@@ -86,14 +94,14 @@ class _Vectorizer:
     def stmt_LetStmt(self, s, mask):
         value = self.expr(s.value)
         var = s.var
-        if dt.lanes(value.dtype) > 1:
+        if _lanes(value.dtype) > 1:
             var = E.Var(s.var.name, value.dtype)
             self.lets[s.var] = var
         return S.LetStmt(var, value, self.stmt(s.body, mask))
 
     def stmt_IfThenElse(self, s, mask):
         condition = self.expr(s.condition)
-        if dt.lanes(condition.dtype) == 1:
+        if _lanes(condition.dtype) == 1:
             else_case = None if s.else_case is None else self.stmt(s.else_case, mask)
             return S.IfThenElse(condition, self.stmt(s.then_case, mask), else_case)
         if _reads(s.condition, self.stored):
@@ -108,7 +116,7 @@ class _Vectorizer:
         return S.seq(*both)
 
     def stmt_Evaluate(self, s, mask):
-        if dt.lanes(self.expr(s.value).dtype) > 1:
+        if _lanes(self.expr(s.value).dtype) > 1:
             raise NotVectorizable("a lane-dependent T.evaluate")
         return s
 
@@ -120,7 +128,7 @@ class _Vectorizer:
         return rule(self, e)
 
     def broadcast(self, e):
-        return e if dt.lanes(e.dtype) == self.lanes else E.Broadcast(e, self.lanes)
+        return e if _lanes(e.dtype) == self.lanes else E.Broadcast(e, self.lanes)
 
     def index(self, buffer, indices):
         if len(indices) != 1:
@@ -151,14 +159,14 @@ class _Vectorizer:
 
     def binary(self, e):
         a, b = self.expr(e.a), self.expr(e.b)
-        if dt.lanes(a.dtype) == 1 and dt.lanes(b.dtype) == 1:
+        if _lanes(a.dtype) == 1 and _lanes(b.dtype) == 1:
             return e if a is e.a and b is e.b else type(e)(a, b)
         ramp = _ramp_arith(type(e), a, b)
         return ramp if ramp is not None else type(e)(self.broadcast(a), self.broadcast(b))
 
     def cast(self, e):
         v = self.expr(e.value)
-        return E.Cast(dt.with_lanes(e.dtype, dt.lanes(v.dtype)), v)
+        return E.Cast(dt.with_lanes(e.dtype, _lanes(v.dtype)), v)
 
     def not_(self, e):
         return E.Not(self.expr(e.a))
@@ -170,13 +178,13 @@ class _Vectorizer:
 
     def choose(self, condition, true_value, false_value, build):
         outer = self.guarded
-        if dt.lanes(condition.dtype) > 1:
+        if _lanes(condition.dtype) > 1:
             self.guarded = True
             self.check_bounds(true_value)
             self.check_bounds(false_value)
         t, f = self.expr(true_value), self.expr(false_value)
         self.guarded = outer
-        if dt.lanes(condition.dtype) == 1 and dt.lanes(t.dtype) == 1 and dt.lanes(f.dtype) == 1:
+        if _lanes(condition.dtype) == 1 and _lanes(t.dtype) == 1 and _lanes(f.dtype) == 1:
             return build(condition, t, f)
         return build(condition, self.broadcast(t), self.broadcast(f))
 
@@ -186,7 +194,7 @@ class _Vectorizer:
             return self.choose(condition, e.args[1], e.args[2],
                                lambda c, t, f: E.Call(t.dtype, e.op, (c, t, f)))
         args = [self.expr(a) for a in e.args]
-        if all(dt.lanes(a.dtype) == 1 for a in args):
+        if all(_lanes(a.dtype) == 1 for a in args):
             return e.replace(args=tuple(args))
         if e.op == "call_extern":
             raise NotVectorizable("an extern function takes scalars")
@@ -212,12 +220,12 @@ def _ramp_arith(op, a, b):
             (isinstance(a, E.Broadcast) or isinstance(b, E.Broadcast)):
         lanes = a.lanes if isinstance(a, E.Broadcast) else b.lanes
         scalar = [x.value if isinstance(x, E.Broadcast) else x for x in (a, b)]
-        if all(dt.lanes(x.dtype) == 1 for x in scalar):
+        if all(_lanes(x.dtype) == 1 for x in scalar):
             return E.Broadcast(op(*scalar), lanes)
     a = a.value if isinstance(a, E.Broadcast) and isinstance(b, E.Ramp) else a
     b = b.value if isinstance(b, E.Broadcast) and isinstance(a, E.Ramp) else b
     ra, rb = isinstance(a, E.Ramp), isinstance(b, E.Ramp)
-    la, lb = dt.lanes(a.dtype), dt.lanes(b.dtype)
+    la, lb = _lanes(a.dtype), _lanes(b.dtype)
     if op is E.Add and (ra or rb) and (ra or la == 1) and (rb or lb == 1):
         if ra and rb:
             return _ramp(a.base + b.base, a.stride + b.stride, a.lanes)
@@ -247,6 +255,26 @@ def _lanes_stay_in_one_group(ramp, divisor) -> bool:
     c, lanes = (divisor.value if isinstance(divisor, E.IntImm) else None), ramp.lanes
     return bool(is_const(ramp.stride, 1) and c and c > 0 and c % lanes == 0
                 and is_multiple_of(ramp.base, lanes))
+
+
+class _StoredBuffers(StmtExprVisitor):
+    """The ids of the buffers a statement stores to (``stores_in`` without looking into
+    expressions, which hold no stores)."""
+
+    @staticmethod
+    def of(stmt) -> set:
+        finder = _StoredBuffers()
+        finder.visit(stmt)
+        return finder.ids
+
+    def __init__(self):
+        self.ids: set = set()
+
+    def visit_PrimExpr(self, e):
+        pass
+
+    def visit_BufferStore(self, store):
+        self.ids.add(id(store.buffer))
 
 
 def _reads(e, buffers: set) -> bool:

@@ -2,13 +2,19 @@
 # buffers with one index per access, only the loop kinds and statements they handle, consistent lanes).
 from __future__ import annotations
 
+import functools
+
 from ...ir.module import IRModule
 from .. import dtype as dt
+from .. import expr as E
 from .. import stmt as S
 from ..buffer import Buffer
 from ..function import PrimFunc
 from ..functor import StmtExprVisitor
 from ..verify import VerifyError, verify
+
+# dtype string -> lane count, parsed once per dtype (asked for every node)
+_lanes = functools.lru_cache(maxsize=None)(dt.lanes)
 
 # How far lowering has gone: each stage adds its rules to those of the stages before it.
 STAGES = ("blocks", "no_blocks", "flat")
@@ -52,6 +58,9 @@ def _check(func: PrimFunc, name: str, stage: str) -> None:
 class _Checker(StmtExprVisitor):
     def __init__(self, func: PrimFunc, name: str, flat: bool):
         self.func, self.name, self.flat = func, name, flat
+        # expressions and buffers already checked: the rules for one depend on it alone, and
+        # unrolled code shares subexpressions (and every access names its buffer) again and again
+        self.checked: set = set()
 
     def fail(self, message: str, node, rule: str) -> None:
         text = self.func.script(underline=[node] if node is not None else [], name=self.name)
@@ -59,6 +68,10 @@ class _Checker(StmtExprVisitor):
                           self.name, node, rule)
 
     def visit(self, node):
+        if isinstance(node, (E.PrimExpr, Buffer)):
+            if id(node) in self.checked:
+                return None
+            self.checked.add(id(node))   # the function holds the node: its id stays its own
         if isinstance(node, (S.Block, S.BlockRealize)):
             self.fail(f'block "{_block_name(node)}" is left', node, "lowered code has no blocks")
         if isinstance(node, S.Stmt) and not isinstance(node, STATEMENTS):
@@ -89,7 +102,7 @@ class _Checker(StmtExprVisitor):
                       "a flat buffer takes exactly one index")
         if not dt.is_int(indices[0].dtype):
             self.fail(f"buffer {buffer.name} is indexed by a {indices[0].dtype}", node, "indices are integers")
-        return dt.lanes(indices[0].dtype)
+        return _lanes(indices[0].dtype)
 
     def visit_BufferLoad(self, load):
         self.access(load.buffer, load.indices, load)
@@ -97,7 +110,7 @@ class _Checker(StmtExprVisitor):
 
     def visit_BufferStore(self, store):
         lanes = self.access(store.buffer, store.indices, store)
-        if self.flat and dt.lanes(store.value.dtype) != lanes:
+        if self.flat and _lanes(store.value.dtype) != lanes:
             self.fail(f"a {store.value.dtype} value is stored at {lanes} lane(s) of {store.buffer.name}",
                       store, "a store's value has as many lanes as its index")
         if dt.element_of(store.value.dtype) != store.buffer.dtype:
@@ -106,12 +119,12 @@ class _Checker(StmtExprVisitor):
         self.generic_visit(store)
 
     def visit_Ramp(self, ramp):
-        if dt.lanes(ramp.base.dtype) != 1 or dt.lanes(ramp.stride.dtype) != 1 or ramp.base.dtype != ramp.stride.dtype:
+        if _lanes(ramp.base.dtype) != 1 or _lanes(ramp.stride.dtype) != 1 or ramp.base.dtype != ramp.stride.dtype:
             self.fail("a Ramp needs a scalar base and stride of one dtype", ramp, "Ramp operands are scalars")
         self.generic_visit(ramp)
 
     def visit_Broadcast(self, bc):
-        if dt.lanes(bc.value.dtype) != 1:
+        if _lanes(bc.value.dtype) != 1:
             self.fail("a Broadcast of a vector", bc, "Broadcast takes a scalar")
         self.generic_visit(bc)
 

@@ -1,0 +1,250 @@
+"""What keeps compilation cheap must not change what is compiled: the code generator emits a
+repeated pure expression once (and only where the value is available), the simplifier's memo
+gives the answers a fresh simplifier gives, and the visitors' shortcuts see every node they
+must. Every compiled result is compared with numpy or the interpreter."""
+import re
+
+import numpy as np
+import pytest
+
+import mlc_lab
+from mlc_lab import tir
+from mlc_lab.arith import simplify
+from mlc_lab.arith.simplify_memo import SimplifyMemo, current_memo, shared_memo
+from mlc_lab.codegen import render
+from mlc_lab.ir.node import field_names, field_values
+from mlc_lab.ir.structural import structural_equal
+from mlc_lab.runtime import interpreter
+from mlc_lab.runtime.llvm_runtime import build_llvm
+from mlc_lab.script import tir as T
+from mlc_lab.tir import expr as E
+from mlc_lab.tir import stmt as S
+from mlc_lab.tir.functor import StmtExprMutator, StmtExprVisitor
+from mlc_lab.tir.transform import lower
+from mlc_lab.tir.transform.verify_lowered import verify_lowered
+from mlc_lab.tir.verify import VerifyError
+
+RNG = np.random.default_rng(7)
+
+
+def _attrs(attrs: dict) -> tuple:
+    return tuple(sorted(attrs.items()))
+
+
+def run_compiled_and_interpreted(func, arrays, **options):
+    (compiled,) = build_llvm({"main": func}, {"kind": "llvm", **options}).values()
+    got = [a.copy() for a in arrays]
+    want = [a.copy() for a in arrays]
+    compiled(*got)
+    interpreter.run(func, want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    return got
+
+
+# -- the code generator emits a repeated index once -------------------------------------------
+@T.prim_func
+def strided_rows(A: T.Buffer((4096,), "float32"), B: T.Buffer((1024,), "float32")):
+    T.func_attr({"global_symbol": "strided_rows", "tir.noalias": True})
+    for t in range(64):
+        B[t // 4 * 64 + t % 4 * 16 + 0] = A[t // 4 * 256 + t % 4 * 16 + 0]
+        B[t // 4 * 64 + t % 4 * 16 + 1] = A[t // 4 * 256 + t % 4 * 16 + 1]
+        B[t // 4 * 64 + t % 4 * 16 + 2] = A[t // 4 * 256 + t % 4 * 16 + 2]
+        B[t // 4 * 64 + t % 4 * 16 + 3] = A[t // 4 * 256 + t % 4 * 16 + 3]
+
+
+def test_a_repeated_floor_division_is_emitted_once():
+    text = render(strided_rows)
+    # t // 4 and t % 4 appear in all eight indices; each takes one sdiv and one srem, so
+    # emitting them per index would make 16 of each
+    assert len(re.findall(r"= sdiv ", text)) == 2
+    assert len(re.findall(r"= srem ", text)) == 2
+    a, b = RNG.standard_normal(4096).astype("float32"), np.zeros(1024, "float32")
+    _, b = run_compiled_and_interpreted(strided_rows, [a, b])
+    t = np.arange(64)
+    for k in range(4):
+        np.testing.assert_array_equal(b[t // 4 * 64 + t % 4 * 16 + k], a[t // 4 * 256 + t % 4 * 16 + k])
+
+
+def test_loads_are_never_shared():
+    # the same load twice, a store to its buffer between: the second load must see the store
+    A = tir.decl_buffer((4,), "float32", name="A")
+    i = tir.Var("i", "int32")
+    first = S.BufferStore(A, E.BufferLoad(A, (E.const(0),)) + E.const(1.0, "float32"), (E.const(1),))
+    second = S.BufferStore(A, E.BufferLoad(A, (E.const(1),)) * E.const(2.0, "float32"), (E.const(2),))
+    again = S.BufferStore(A, E.BufferLoad(A, (E.const(1),)) * E.const(2.0, "float32"), (E.const(3),))
+    body = S.For(i, E.const(0), E.const(1), "serial", S.seq(first, second, again))
+    func = tir.PrimFunc([A], body, attrs=_attrs({"global_symbol": "main", "tir.noalias": True,
+                                          "tir.lowered": True}))
+    (a,) = run_compiled_and_interpreted(func, [np.array([1, 0, 0, 0], "float32")])
+    np.testing.assert_array_equal(a, [1, 2, 4, 4])
+
+
+def test_sibling_loops_over_one_variable_each_get_their_own_values():
+    # two loops bind the same Var object; an index of it computed in the first loop must not be
+    # reused in the second (its value there is a different phi, in a block that does not dominate)
+    A = tir.decl_buffer((64,), "float32", name="A")
+    i = tir.Var("i", "int32")
+    index = i // 2 * 8 + i % 2
+    loop_a = S.For(i, E.const(0), E.const(8), "serial",
+                   S.BufferStore(A, E.const(1.0, "float32"), (index,)))
+    loop_b = S.For(i, E.const(0), E.const(8), "serial",
+                   S.BufferStore(A, E.BufferLoad(A, (index,)) + E.const(2.0, "float32"), (index + 4,)))
+    func = tir.PrimFunc([A], S.seq(loop_a, loop_b),
+                        attrs=_attrs({"global_symbol": "main", "tir.noalias": True, "tir.lowered": True}))
+    (a,) = run_compiled_and_interpreted(func, [np.zeros(64, "float32")])
+    k = np.arange(8)
+    assert (a[k // 2 * 8 + k % 2] == 1).all() and (a[k // 2 * 8 + k % 2 + 4] == 3).all()
+
+
+def test_a_value_computed_in_a_branch_is_not_used_after_it():
+    A = tir.decl_buffer((32,), "float32", name="A")
+    i = tir.Var("i", "int32")
+    index = i * 3 // 2
+    branch = S.IfThenElse(i < 5, S.BufferStore(A, E.const(7.0, "float32"), (index,)))
+    after = S.BufferStore(A, E.BufferLoad(A, (index,)) + E.const(1.0, "float32"), (index + 16,))
+    body = S.For(i, E.const(0), E.const(10), "serial", S.seq(branch, after))
+    func = tir.PrimFunc([A], body, attrs=_attrs({"global_symbol": "main", "tir.noalias": True,
+                                          "tir.lowered": True}))
+    (a,) = run_compiled_and_interpreted(func, [np.zeros(32, "float32")])
+    k = np.arange(10)
+    np.testing.assert_array_equal(a[k * 3 // 2 + 16], np.where(k < 5, 8, 1))
+
+
+@T.prim_func
+def gather_checked(A: T.Buffer((40,), "float32"), B: T.Buffer((20,), "float32"), n: T.int32):
+    T.func_attr({"global_symbol": "gather_checked", "tir.noalias": True})
+    for i in range(20):
+        B[i] = A[(i * n) // 3] + A[(i * n) // 3 + 1]
+
+
+def test_bounds_checks_share_values_with_the_code_after_them():
+    # the out-of-bounds path computes the buffer's size in its own block
+    a, b = RNG.standard_normal(40).astype("float32"), np.zeros(20, "float32")
+    (compiled,) = build_llvm({"main": gather_checked}, "llvm -bounds-check").values()
+    compiled(a, b, np.int32(5))
+    i = np.arange(20)
+    np.testing.assert_allclose(b, a[i * 5 // 3] + a[i * 5 // 3 + 1], rtol=1e-6)
+    with pytest.raises(IndexError):
+        compiled(a, b, np.int32(7))
+
+
+def test_an_unrolled_and_vectorized_schedule_computes_the_same():
+    from mlc_lab.testing import matmul_schedules
+    sch = matmul_schedules.best_schedule(64)
+    a, b = RNG.standard_normal((64, 64)).astype("float32"), RNG.standard_normal((64, 64)).astype("float32")
+    c = np.zeros((64, 64), "float32")
+    mlc_lab.build(sch.mod, "llvm")["main"](a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+# -- the simplifier's memo ---------------------------------------------------------------------
+def test_a_memo_gives_what_a_fresh_simplifier_gives():
+    i, j = tir.Var("i"), tir.Var("j")
+    exprs = [(i * 8 + j) // 8, (i * 8 + j) % 8, E.Min(i * 4 + j, i * 4 + 3), (i * 2 + 1) // 2 * 2]
+    ranges = {i: tir.Range.from_min_extent(0, 16), j: tir.Range.from_min_extent(0, 4)}
+    memo = SimplifyMemo()
+    for e in exprs * 2:
+        assert structural_equal(simplify(e, ranges, memo), simplify(e, ranges))
+
+
+def test_other_ranges_are_not_answered_from_the_memo():
+    i = tir.Var("i")
+    memo, e = SimplifyMemo(), i // 8
+    assert structural_equal(simplify(e, {i: tir.Range.from_min_extent(0, 8)}, memo), E.const(0))
+    assert structural_equal(simplify(e, {}, memo), e)
+    assert structural_equal(simplify(e, {i: tir.Range.from_min_extent(8, 8)}, memo), E.const(1))
+
+
+def test_shared_memo_is_one_memo_for_nested_withs():
+    assert current_memo() is None
+    with shared_memo() as outer:
+        assert current_memo() is outer
+        with shared_memo() as inner:
+            assert inner is outer
+        assert current_memo() is outer
+    assert current_memo() is None
+
+
+def test_lowering_under_a_shared_memo_matches_pass_by_pass_lowering():
+    from mlc_lab.testing import matmul_schedules
+    from mlc_lab.tir.transform.pipeline import PASSES
+    mod = matmul_schedules.best_schedule(64).mod
+    lowered = lower(mod)
+    one_by_one = mod
+    for lowering_pass in PASSES:   # each pass alone, every simplify with its own memo
+        one_by_one = lowering_pass(one_by_one)
+    assert structural_equal(lowered["main"], one_by_one["main"])
+
+
+# -- visitors ------------------------------------------------------------------------------------
+def test_field_values_follow_field_names():
+    i = tir.Var("i")
+    for node in (i + 1, E.Ramp(i, E.const(1), 4), E.Broadcast(E.const(1.0, "float32"), 4), i):
+        assert field_values(node) == tuple(getattr(node, name) for name in field_names(type(node)))
+        assert node.fields() == list(zip(field_names(type(node)), field_values(node)))
+
+
+def test_visit_methods_of_every_kind_are_called():
+    class Counter(StmtExprVisitor):
+        def __init__(self):
+            self.vars, self.adds = 0, 0
+
+        def visit_Var(self, var):
+            self.vars += 1
+
+        @staticmethod
+        def visit_IntImm(imm):
+            pass
+
+        def visit_Add(self, e):
+            self.adds += 1
+            self.generic_visit(e)
+
+    counter = Counter()
+    i = tir.Var("i")
+    counter.visit(i + i * 2 + 1)
+    assert (counter.vars, counter.adds) == (2, 2)
+
+    class Rename(StmtExprMutator):
+        def visit_Var(self, var):
+            return j
+
+    j = tir.Var("j")
+    assert structural_equal(Rename().visit(i * 2 + 1), j * 2 + 1)
+
+
+def test_verify_lowered_reports_a_shared_bad_expression():
+    A = tir.decl_buffer((8,), "float32", name="A")
+    i = tir.Var("i", "int32")
+    bad = E.Ramp(i, E.const(1, "int64"), 4)   # base and stride of different dtypes
+    body = S.seq(S.BufferStore(A, E.Broadcast(E.const(0.0, "float32"), 4), (bad,)),
+                 S.BufferStore(A, E.Broadcast(E.const(1.0, "float32"), 4), (bad,)))
+    func = tir.PrimFunc([A], S.For(i, E.const(0), E.const(1), "serial", body),
+                        attrs=_attrs({"global_symbol": "main", "tir.lowered": True}))
+    with pytest.raises(VerifyError, match="Ramp"):
+        verify_lowered(func)
+
+
+# -- the garbage collector pause -------------------------------------------------------------------
+def test_the_collector_is_paused_during_a_build_and_restored_after():
+    import gc
+    from mlc_lab import _gc
+    seen = []
+    with _gc.paused():
+        with _gc.paused():   # nested: still off, and on again only after the outer one
+            seen.append(gc.isenabled())
+        seen.append(gc.isenabled())
+    assert seen == [False, False] and gc.isenabled()
+
+    gc.disable()   # a caller that turned it off keeps it off
+    try:
+        with _gc.paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+    a, b = RNG.standard_normal(4096).astype("float32"), np.zeros(1024, "float32")
+    mlc_lab.build(strided_rows, "llvm")["strided_rows"](a, b)
+    assert gc.isenabled()
