@@ -19,13 +19,15 @@ gives, for the course's vector add (one thread per element, blocks of 128)::
 ``threadIdx.x`` is unsigned in CUDA; the IR's thread indices are int32, hence ``(int)``.
 ``shared`` buffers become ``__shared__`` arrays, ``local`` ones per-thread arrays (registers,
 when every index is a constant after unrolling), barriers ``__syncthreads()``, and aligned
-vector accesses ``float4``/``float2`` loads and stores.
+vector accesses ``float4``/``float2`` loads and stores. Buffers in the ``wmma.*`` scopes become
+arrays of tensor-core fragments, and the wmma builtins calls of ``<mma.h>`` (``cuda_wmma``).
 """
 from __future__ import annotations
 
 import struct
 
 from .c_source import CSourcePrinter
+from .cuda_wmma import WmmaPrinter, ptx_call, wmma_call
 
 _TYPES = {"bool": "bool", "int8": "signed char", "uint8": "unsigned char", "int16": "short",
           "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int",
@@ -33,7 +35,7 @@ _TYPES = {"bool": "bool", "int8": "signed char", "uint8": "unsigned char", "int1
           "float32": "float", "float64": "double"}
 
 
-class CUDASource(CSourcePrinter):
+class CUDASource(WmmaPrinter, CSourcePrinter):
     TYPES = _TYPES
     INT_SUFFIX = {"int64": "LL", "uint32": "U", "uint64": "ULL"}
     FLOAT32_SUFFIX = "f"
@@ -44,6 +46,31 @@ class CUDASource(CSourcePrinter):
                          for ctype, name, is_buffer in params)
         return (f'extern "C" __global__ void __launch_bounds__({kernel.threads_per_block}) '
                 f"{kernel.name}({args}) {{")
+
+    def kernel(self, kernel) -> str:
+        self.scan_fragments(kernel.body)
+        return super().kernel(kernel)
+
+    def declare(self, buffer) -> None:
+        if id(buffer) in self.aligned:   # registers of ptx instructions, read 32 bits at a time
+            self.vectored.add(id(buffer))
+        super().declare(buffer)
+
+    def visit_Allocate(self, s):
+        if s.buffer.scope.startswith("wmma."):   # an array of fragments (cuda_wmma)
+            self.declare_fragment(s.buffer)
+            self.visit(s.body)
+            return
+        super().visit_Allocate(s)
+
+    def visit_Evaluate(self, s):
+        if wmma_call(s.value) is not None:
+            self.line(self.wmma_statement(s.value))
+            return
+        if ptx_call(s.value) is not None:
+            self.line(self.ptx_statement(s.value))
+            return
+        super().visit_Evaluate(s)
 
     def thread_index(self, tag: str) -> str:
         return f"(int){tag}"
@@ -65,7 +92,8 @@ class CUDASource(CSourcePrinter):
         return f"make_{vtype}({', '.join(lanes)})"
 
     def preamble(self) -> list[str]:
-        return ["#include <cuda_fp16.h>"] if "float16" in self.features else []
+        lines = ["#include <cuda_fp16.h>"] if "float16" in self.features else []
+        return lines + (["#include <mma.h>"] if "wmma" in self.features else [])
 
     def float_special(self, value, dtype) -> str:
         if dtype == "float64":

@@ -117,14 +117,25 @@ def target_arch(target=None) -> str:
     return DEFAULT_ARCH
 
 
-def include_dirs() -> list[str]:
-    """Folders holding the CUDA headers (``cuda_fp16.h``, for half-precision kernels): the
-    ``nvidia-cuda-runtime`` wheels, ``$CUDA_HOME``/``$CUDA_PATH``, ``/usr/local/cuda``."""
+def include_dirs(needs=("cuda_fp16.h",)) -> list[str]:
+    """The folder holding the CUDA headers a source needs (``cuda_fp16.h`` for half-precision
+    kernels; ``crt/mma.h`` too for tensor-core ones, which ``<mma.h>`` includes): the first of
+    the ``nvidia-cuda-runtime`` wheels, ``$CUDA_HOME``/``$CUDA_PATH``, ``/usr/local/cuda``
+    (and its versioned siblings) that has them all."""
     roots = [os.path.join(root or ".", "nvidia", sub, "include") for root in sys.path
              for sub in ("cuda_runtime", "cu13", "cu12")]
-    roots += [os.path.join(home, "include") for home in
-              (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda") if home]
-    return [r for r in dict.fromkeys(roots) if os.path.isfile(os.path.join(r, "cuda_fp16.h"))][:1]
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    homes += sorted(glob.glob("/usr/local/cuda-*"), reverse=True)
+    roots += [os.path.join(home, "include") for home in homes if home]
+    return [r for r in dict.fromkeys(roots)
+            if all(os.path.isfile(os.path.join(r, need)) for need in needs)][:1]
+
+
+def _needed_headers(source: str) -> tuple:
+    needs = ["cuda_fp16.h"]
+    if "<mma.h>" in source:
+        needs.append(os.path.join("crt", "mma.h"))
+    return tuple(needs)
 
 
 def compile_ptx(source: str, arch=None, name: str = "kernel.cu", options=()) -> str:
@@ -133,7 +144,7 @@ def compile_ptx(source: str, arch=None, name: str = "kernel.cu", options=()) -> 
     NVRTCError with NVRTC's log, and the offending lines, when the source does not compile."""
     lib, arch = _lib(), target_arch(arch)
     if "#include" in source:
-        options = (*options, *(f"--include-path={d}" for d in include_dirs()))
+        options = (*options, *(f"--include-path={d}" for d in include_dirs(_needed_headers(source))))
     program = ctypes.c_void_p()
     _check(lib.nvrtcCreateProgram(ctypes.byref(program), source.encode(), name.encode(), 0,
                                   None, None), "nvrtcCreateProgram")

@@ -105,12 +105,12 @@ class _Printer(ExprPrinter):
             if isinstance(p, E.Var):
                 params.append(f"{self.define(p, p.name)}: T.{p.dtype}")
                 defined.add(id(p))
-            elif all(isinstance(s, E.IntImm) for s in p.shape):
+            elif all(isinstance(s, E.IntImm) for s in (*p.shape, *p.strides)):
                 params.append(f"{self.define(p, p.name)}: {self.buffer_decl('T.Buffer', p, True)}")
-            else:
+            else:   # symbolic shape or strides: a handle, its variables declared, a match_buffer
                 handle = self.define(object(), "var_" + p.name)
                 params.append(f"{handle}: T.handle")
-                for v in free_vars(p.shape):
+                for v in free_vars((*p.shape, *p.strides)):
                     if id(v) not in defined and id(v) not in self.names:
                         preamble.append(f"{self.define(v, v.name)} = T.{v.dtype}()")
                     defined.add(id(v))

@@ -109,12 +109,15 @@ class BufferCounters:
 @dataclass
 class KernelCounters:
     """Counters of one launch: per buffer (by name), floating-point operations, barriers and
-    rounds of global-load latency (summed over threads and blocks), and the threads launched."""
+    rounds of global-load latency (summed over threads and blocks), the threads launched, and
+    the tensor-core instructions and their operations (``flops`` counts the CUDA cores' only)."""
     threads: int
     buffers: dict = field(default_factory=dict)
     flops: int = 0
     barriers: int = 0   # barrier instructions executed, per block, summed over blocks
     load_rounds: float = 0.0   # waits for global loads, summed over threads (see prepare)
+    tensor_instructions: int = 0   # warp-wide tensor-core multiply-accumulates (mma_sync, mma.sync)
+    tensor_flops: int = 0          # their floating-point (or integer) operations, 2 per product
 
     def scope_total(self, scope: str, name: str) -> float:
         return sum(getattr(c, name) for c in self.buffers.values() if c.scope == scope)

@@ -31,6 +31,8 @@ from ...tir.transform.inject_sync import is_sync
 from ..interpreter.expr import _VISIT, Evaluator, _cast, np_dtype
 from .errors import BarrierDivergenceError, OutOfBoundsError, SimulatorError
 from .memory import LocalMemory, SharedMemory
+from .ptx_mma import is_ptx_op, run_ptx_op
+from .tensor_core import FragmentError, FragmentMemory, is_tensor_op, run_tensor_op
 
 
 class LaneEvaluator(Evaluator):
@@ -122,6 +124,17 @@ class Machine:
                                  "kernel parameter nor allocated in the kernel",
                                  self._shown()) from None
 
+    def element_memory(self, buffer, verb: str):
+        """The memory of ``buffer`` for an element access (a fragment has no elements to touch)."""
+        memory = self.memory(buffer)
+        if isinstance(memory, FragmentMemory):
+            raise FragmentError(f"{self.lanes.kernel.name}: a thread {verb} an element of "
+                                f"{buffer.name}, a {buffer.scope} fragment, whose elements are "
+                                "spread over the registers of a warp in an undocumented layout: "
+                                "only wmma instructions (tensorize) can use it", self._shown(),
+                                buffer=buffer.name)
+        return memory
+
     def position(self, access, memory, mask, verb: str):
         """(bounds-checked element positions, (cached part, offset) or None, counter key)."""
         base_e, rest_e = self.prep.access_split(access)
@@ -163,7 +176,7 @@ class Machine:
         return np.where(bad, 0, position)
 
     def load(self, e, mask):
-        memory = self.memory(e.buffer)
+        memory = self.element_memory(e.buffer, "reads")
         position, parts, key = self.position(e, memory, mask, "reads")
         if self.counters is not None:
             self.count(memory, position, mask, key, False, self.prep.reuse.get(e, 1.0))
@@ -202,7 +215,7 @@ class Machine:
     def store(self, s, mask):
         self.stmt = s
         value = self.ev.eval(s.value, mask)
-        memory = self.memory(s.buffer)
+        memory = self.element_memory(s.buffer, "writes")
         position, _, key = self.position(s, memory, mask, "writes")
         if self.counters is not None:
             elements = self.count(memory, position, mask, key, True, 1.0)
@@ -273,14 +286,21 @@ class Machine:
 
     def allocate(self, s, mask):
         if s.buffer not in self.memories:
-            kind = SharedMemory if s.buffer.scope.startswith("shared") else LocalMemory
-            self.memories[s.buffer] = kind(s.buffer, self.lanes, self.allocated.get(s.buffer))
+            if s.buffer.scope.startswith("wmma."):
+                self.memories[s.buffer] = FragmentMemory(s.buffer, self.lanes)
+            else:
+                kind = SharedMemory if s.buffer.scope.startswith("shared") else LocalMemory
+                self.memories[s.buffer] = kind(s.buffer, self.lanes, self.allocated.get(s.buffer))
         self.run(s.body, mask)
 
     def evaluate(self, s, mask):
         self.stmt = s
         if is_sync(s):
             self.barrier(s, mask)
+        elif is_tensor_op(s.value):
+            run_tensor_op(self, s.value, mask)
+        elif is_ptx_op(s.value):
+            run_ptx_op(self, s.value, mask)
         else:
             self.ev.eval(s.value, mask)
 

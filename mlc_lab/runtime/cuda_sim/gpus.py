@@ -2,6 +2,11 @@
 
 The numbers are from NVIDIA's specification sheets and CUDA's occupancy calculator (boost
 clocks; FP32 peak without tensor cores; the largest shared memory an SM can give its blocks).
+The tensor-core peaks are dense float16 with float32 accumulation, without sparsity: A100 312
+TFLOP/s (NVIDIA A100 Tensor Core GPU Architecture whitepaper, 2020), H100 SXM 989 TFLOP/s
+(NVIDIA H100 Tensor Core GPU datasheet, 2023), Tesla T4 65 TFLOP/s (T4 datasheet; mixed
+precision), GeForce RTX 2080 Ti 53.8 TFLOP/s (Turing architecture whitepaper, FP16 with FP32
+accumulate: half the FP16-accumulate rate on GeForce cards).
 ``Target("nvidia/a100")`` names the entry ``"a100"`` through its ``model`` attribute.
 
 Occupancy is the fraction of an SM's warp slots that a kernel's blocks fill. An SM holds as
@@ -35,6 +40,7 @@ class GPUSpec:
     memory_latency_cycles: int = 500    # a global load that misses the caches
     launch_seconds: float = 3e-6        # launching a kernel
     schedulers_per_sm: int = 4          # warp schedulers, each issuing from its own warps
+    tensor_flops: float = 0.0           # peak dense FP16 tensor-core FLOP/s (FP32 accumulate)
 
     @property
     def max_warps_per_sm(self) -> int:
@@ -43,11 +49,13 @@ class GPUSpec:
 
 _KB = 1024
 GPUS: dict[str, GPUSpec] = {
-    "a100": GPUSpec("a100", 108, 1.41e9, 19.5e12, 1555e9, 2048, 32, 164 * _KB),
-    "h100": GPUSpec("h100", 132, 1.98e9, 67e12, 3350e9, 2048, 32, 228 * _KB),
-    "tesla-t4": GPUSpec("tesla-t4", 40, 1.59e9, 8.1e12, 320e9, 1024, 16, 64 * _KB),
+    "a100": GPUSpec("a100", 108, 1.41e9, 19.5e12, 1555e9, 2048, 32, 164 * _KB,
+                    tensor_flops=312e12),
+    "h100": GPUSpec("h100", 132, 1.98e9, 67e12, 3350e9, 2048, 32, 228 * _KB, tensor_flops=989e12),
+    "tesla-t4": GPUSpec("tesla-t4", 40, 1.59e9, 8.1e12, 320e9, 1024, 16, 64 * _KB,
+                        tensor_flops=65e12),
     "geforce-rtx-2080-ti": GPUSpec("geforce-rtx-2080-ti", 68, 1.545e9, 13.4e12, 616e9, 1024, 16,
-                                   64 * _KB),
+                                   64 * _KB, tensor_flops=53.8e12),
 }
 
 

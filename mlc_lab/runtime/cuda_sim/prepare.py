@@ -45,7 +45,9 @@ class PreparedKernel:
         self.max_lanes = 1
         _Scan(self).visit(self.body)
         find_unrolled(self.body, self)
-        local_words = sum(_words(b) for b in kernel.local)
+        # a wmma fragment is spread over the 32 threads of a warp: a thread holds 1/32 of it
+        local_words = sum(-(-_words(b) // 32) if b.scope.startswith("wmma.") else _words(b)
+                          for b in kernel.local)
         self.registers = min(255, 16 + local_words + self.max_lanes)
 
     def access_split(self, access):

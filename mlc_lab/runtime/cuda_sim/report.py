@@ -62,6 +62,9 @@ class Profile:
                         else "")),
             ("per thread", per_thread or "no memory accesses"),
             ("flops", f"{counters.flops:,}"),
+            *([("tensor cores", f"{counters.tensor_instructions:,} warp mma instructions, "
+                                f"{counters.tensor_flops:,} flops")]
+              if counters.tensor_instructions else []),
             ("shared memory", f"{run.shared_bytes:,} bytes per block"),
             ("registers", f"{run.registers} per thread"),
             ("occupancy", f"{occ.occupancy:.0%} on {self.spec.name}: {occ.blocks_per_sm} "

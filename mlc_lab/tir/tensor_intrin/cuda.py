@@ -5,9 +5,13 @@ below), and the ``wmma`` fragment API (load, fill, multiply-accumulate, store of
 Each family is generated from one function over a table of shapes, dtypes and scopes. The
 descriptions say element by element what an instruction computes; the implementations are the
 opaque builtins (``T.tvm_mma_sync``, ``T.tvm_load_matrix_sync``, ..., or ``T.call_extern`` of the
-PTX instruction's name). mlc_lab views carry no element offset or symbolic strides, so the
-fragment-index and leading-stride arguments of the ``wmma`` builtins are those of a dense tile
-(index 0, stride = the tile's width); no mlc_lab backend executes these calls.
+PTX instruction's name). The ``wmma`` loads and stores declare the strides of their memory-side
+view, so the leading dimension they pass is the real row stride of the tile's memory once the
+block is lowered; a fragment is named by the address of its first element (the fragment-index
+argument stays 0). The CUDA backend prints the wmma calls as ``<mma.h>`` calls and the cuda-sim
+simulator runs them (``runtime.cuda_sim.tensor_core``). The mma/ldmatrix implementations here
+are whole-tile calls without per-lane offsets: they schedule and print, but only the per-lane
+``ptx_ldmatrix``/``ptx_mma`` builtins of ``runtime.cuda_sim.ptx_mma`` run and compile.
 
 >>> get_wmma_intrin_group("shared", "global", "float16", "float32", trans_b=True)["compute"]
 'wmma_sync_16x16x16_f16f16f32_trans'

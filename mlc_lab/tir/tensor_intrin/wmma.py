@@ -20,17 +20,46 @@ _DTYPES = {"f16": "float16", "f32": "float32", "s8": "int8", "s32": "int32", "s4
 
 def get_wmma_load_intrin(m_dim, n_dim, k_dim, dtype, shared_scope, is_b, is_col_major):
     """Load the A (m x k) or B (k x n) operand of an ``m x n x k`` wmma into its fragment; a
-    column-major operand is stored transposed."""
+    column-major operand is stored transposed. The leading dimension handed to the instruction
+    is the row stride of the memory the tile lies in (bound when the block is lowered)."""
     rows, cols = (k_dim, n_dim) if is_b else (m_dim, k_dim)
     if is_col_major:
         rows, cols = cols, rows
     tile = (rows, cols)
+    layout = "col_major" if is_col_major else "row_major"
+    desc, _ = copy_intrin(rows, cols, dtype, (tile, shared_scope, identity),
+                          (tile, f"wmma.matrix_{'b' if is_b else 'a'}", identity), _unused)
+    return desc, _strided_copy_impl(tile, dtype, shared_scope, f"wmma.matrix_{'b' if is_b else 'a'}",
+                                    lambda frag, mem, ldm: T.tvm_load_matrix_sync(
+                                        frag, m_dim, n_dim, k_dim, 0, mem, ldm, layout))
 
-    def call(frag, src):
-        return T.tvm_load_matrix_sync(frag, m_dim, n_dim, k_dim, 0, src, cols,
-                                      "col_major" if is_col_major else "row_major")
-    return copy_intrin(rows, cols, dtype, (tile, shared_scope, identity),
-                       (tile, f"wmma.matrix_{'b' if is_b else 'a'}", identity), call)
+
+def _unused(*handles):
+    return T.call_extern("unused", *handles, dtype="handle")
+
+
+def _strided_copy_impl(tile, dtype, mem_scope, frag_scope, call, store=False):
+    """The implementation of a fragment load (``store``: store) whose memory-side view declares
+    its strides, so that the leading dimension is the real row stride of the region."""
+
+    @T.prim_func
+    def load_impl(d: T.handle, s: T.handle):
+        s1 = T.int32()
+        s0 = T.int32()
+        D = T.match_buffer(d, tile, dtype, scope=frag_scope)
+        S = T.match_buffer(s, tile, dtype, scope=mem_scope, strides=[s1, s0])
+        T.evaluate(call(D.data, S.data, s1))
+
+    @T.prim_func
+    def store_impl(d: T.handle, s: T.handle):
+        s1 = T.int32()
+        s0 = T.int32()
+        D = T.match_buffer(d, tile, dtype, scope=mem_scope, strides=[s1, s0])
+        S = T.match_buffer(s, tile, dtype, scope=frag_scope)
+        T.evaluate(call(S.data, D.data, s1))
+
+    impl = store_impl if store else load_impl
+    return impl.replace(params=impl.params[::-1])
 
 
 def get_wmma_fill_intrin(m_dim, n_dim, k_dim, dtype):
@@ -42,12 +71,14 @@ def get_wmma_fill_intrin(m_dim, n_dim, k_dim, dtype):
 
 
 def get_wmma_store_intrin(m_dim, n_dim, k_dim, dtype, scope):
-    """Store an ``m x n`` accumulator fragment to memory of ``scope``."""
-
-    def call(dst, frag):
-        return T.tvm_store_matrix_sync(frag, m_dim, n_dim, k_dim, 0, dst, n_dim, "row_major")
-    return copy_intrin(m_dim, n_dim, dtype, ((m_dim, n_dim), "wmma.accumulator", identity),
-                       ((m_dim, n_dim), scope, identity), call)
+    """Store an ``m x n`` accumulator fragment to memory of ``scope`` (row-major, the leading
+    dimension the row stride of the destination region)."""
+    desc, _ = copy_intrin(m_dim, n_dim, dtype, ((m_dim, n_dim), "wmma.accumulator", identity),
+                          ((m_dim, n_dim), scope, identity), _unused)
+    return desc, _strided_copy_impl((m_dim, n_dim), dtype, scope, "wmma.accumulator",
+                                    lambda frag, mem, ldm: T.tvm_store_matrix_sync(
+                                        frag, m_dim, n_dim, k_dim, 0, mem, ldm, "row_major"),
+                                    store=True)
 
 
 def get_wmma_sync_intrin(m_dim, n_dim, k_dim, in_dtype, out_dtype, b_transposed):

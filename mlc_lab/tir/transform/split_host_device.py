@@ -65,7 +65,7 @@ class Kernel:
     thread_vars: dict
     body: S.Stmt
     shared: tuple = ()       # Buffers allocated in "shared" scope: one per block
-    local: tuple = ()        # Buffers allocated in "local" scope: one per thread
+    local: tuple = ()        # Buffers allocated in "local" (or "warp", "wmma.*") scope: per thread
 
     @property
     def threads_per_block(self) -> int:
@@ -231,8 +231,8 @@ class _KernelBuilder:
                            self.func, alloc, "constant allocation sizes")
         if buffer.scope.startswith("shared"):
             self.shared.append(buffer)
-        elif _per_thread(buffer):
-            self.local.append(buffer)
+        elif _per_thread(buffer) or buffer.scope.startswith("wmma."):
+            self.local.append(buffer)   # wmma fragments: registers of each thread of a warp
         else:
             raise GPUError(f"{self.name}: buffer {buffer.name} is allocated in {buffer.scope} memory "
                            "inside a kernel; a kernel allocates only 'shared' (per block) or 'local' "
