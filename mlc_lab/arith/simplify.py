@@ -484,20 +484,4 @@ def _fold(op, a, b):
     return E.const(v, dtype)
 
 
-# dtype string -> is_int / lanes: asked for every node, answered once per dtype
-_IS_INT: dict = {}
-_LANES: dict = {}
-
-
-def _is_int(dtype: str) -> bool:
-    known = _IS_INT.get(dtype)
-    if known is None:
-        known = _IS_INT[dtype] = dt.is_int(dtype)
-    return known
-
-
-def _lanes(dtype: str) -> int:
-    known = _LANES.get(dtype)
-    if known is None:
-        known = _LANES[dtype] = dt.lanes(dtype)
-    return known
+_is_int, _lanes = dt.is_int, dt.lanes   # cached in tir.dtype

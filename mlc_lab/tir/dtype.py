@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import numpy as np
 
@@ -23,6 +24,9 @@ def check_dtype(dtype: object) -> str:
     return dtype
 
 
+# The predicates below are asked for every IR node a pass visits, of a handful of dtype strings:
+# each answer is computed once.
+@lru_cache(maxsize=None)
 def lanes(dtype: str) -> int:
     m = _PATTERN.match(dtype)
     return int(m.group(3)) if m and m.group(3) else 1
@@ -38,10 +42,12 @@ def with_lanes(dtype: str, n: int) -> str:
     return base if n == 1 else f"{base}x{n}"
 
 
+@lru_cache(maxsize=None)
 def is_float(dtype: str) -> bool:
     return element_of(dtype).startswith("float")
 
 
+@lru_cache(maxsize=None)
 def is_int(dtype: str) -> bool:
     base = element_of(dtype)
     return base.startswith("int") or base.startswith("uint")
@@ -51,6 +57,7 @@ def is_bool(dtype: str) -> bool:
     return element_of(dtype) == "bool"
 
 
+@lru_cache(maxsize=None)
 def bits(dtype: str) -> int:
     base = element_of(dtype)
     return 1 if base == "bool" else int(re.sub(r"^\D+", "", base) or 64)

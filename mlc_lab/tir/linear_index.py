@@ -23,8 +23,6 @@ from . import dtype as dt
 from . import expr as E
 
 _CHECK = os.environ.get("MLC_LAB_CHECK_LINEAR", "") not in ("", "0")
-_SCALAR_INT: dict = {}
-_INT: dict = {}
 _ARITH = (E.Add, E.Sub, E.Mul)
 _COMPARE = {E.LT: lambda lo, hi: (hi is not None and hi < 0, lo is not None and lo >= 0),
             E.LE: lambda lo, hi: (hi is not None and hi <= 0, lo is not None and lo > 0),
@@ -33,17 +31,10 @@ _COMPARE = {E.LT: lambda lo, hi: (hi is not None and hi < 0, lo is not None and 
 
 
 def _scalar_int(dtype: str) -> bool:
-    known = _SCALAR_INT.get(dtype)
-    if known is None:
-        known = _SCALAR_INT[dtype] = dt.is_int(dtype) and dt.lanes(dtype) == 1
-    return known
+    return dt.is_int(dtype) and dt.lanes(dtype) == 1
 
 
-def _is_int(dtype: str) -> bool:
-    known = _INT.get(dtype)
-    if known is None:
-        known = _INT[dtype] = dt.is_int(dtype)
-    return known
+_is_int = dt.is_int   # cached in tir.dtype
 
 
 def linear_form(e) -> Linear:

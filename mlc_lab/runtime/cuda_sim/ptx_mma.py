@@ -25,15 +25,14 @@ from ...tir import expr as E
 from .errors import SimulatorError
 from .memory import LocalMemory
 from .mma_layout import WARP, fragment_map
-from .tensor_core import _Op, mma
+from .tensor_core import _Op, calls_extern, mma
 
 PTX_OPS = ("ptx_ldmatrix", "ptx_mma")
 _DTYPES = {"fp16": np.float16, "fp32": np.float32}
 
 
 def is_ptx_op(call) -> bool:
-    return (isinstance(call, E.Call) and call.op == "call_extern" and call.args
-            and isinstance(call.args[0], E.StringImm) and call.args[0].value in PTX_OPS)
+    return calls_extern(call, PTX_OPS)
 
 
 def run_ptx_op(machine, call, mask) -> None:

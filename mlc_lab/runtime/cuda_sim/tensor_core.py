@@ -64,9 +64,14 @@ class FragmentMemory:
         return self.buffer.scope.partition(".")[2]   # matrix_a, matrix_b or accumulator
 
 
-def is_tensor_op(call) -> bool:
+def calls_extern(call, names) -> bool:
+    """``call`` is a ``T.call_extern`` of one of ``names``."""
     return (isinstance(call, E.Call) and call.op == "call_extern" and call.args
-            and isinstance(call.args[0], E.StringImm) and call.args[0].value in WMMA_OPS)
+            and isinstance(call.args[0], E.StringImm) and call.args[0].value in names)
+
+
+def is_tensor_op(call) -> bool:
+    return calls_extern(call, WMMA_OPS)
 
 
 def run_tensor_op(machine, call, mask) -> None:
