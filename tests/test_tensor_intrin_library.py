@@ -237,8 +237,7 @@ def tensorized_block(sch):
     return found[0]
 
 
-@pytest.mark.parametrize("intrin, instruction", [
-    (x86.VNNI_DOT_16x4_INTRIN, "llvm.x86.avx512.vpdpbusd.512"),
+@pytest.mark.parametrize("intrin, instruction", [   # VNNI: tests/test_x86_intrin.py
     (x86.AVX512_DOT_16x4_INTRIN, "llvm.x86.avx512.pmaddubs.w.512+pmaddw.d.512")])
 def test_x86_dot_product_tensorizes_a_packed_int8_matmul(intrin, instruction):
     func = packed_matmul("uint8", "int8")
@@ -423,5 +422,5 @@ def test_a_program_with_int64_indices_matches_the_int32_description():
     ro, ri = sch.split(r, factors=[None, 4])
     sch.reorder(ro, ji, ri)
     sch.decompose_reduction(block, ro)
-    sch.tensorize(ji, x86.VNNI_DOT_16x4_INTRIN)
-    assert tensorized_block(sch).block.body.value.args[0].value == "llvm.x86.avx512.vpdpbusd.512"
+    sch.tensorize(ji, x86.AVX512_DOT_16x4_INTRIN)
+    assert tensorized_block(sch).block.body.value.args[0].value.startswith("llvm.x86.avx512.pmaddubs")

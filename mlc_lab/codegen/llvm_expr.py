@@ -13,7 +13,9 @@ import llvmlite.ir as ir
 
 from ..tir import dtype as dt
 from ..tir import expr as E
-from ..tir.extern import require_extern_math
+from ..tir.buffer import BUFFER_DATA
+from ..tir.extern import extern_math
+from .llvm_extern import POINTER_BUILTINS, ExternCalls
 
 _FLOATS = {"float16": ir.HalfType(), "float32": ir.FloatType(), "float64": ir.DoubleType()}
 
@@ -52,7 +54,7 @@ def _mangle(t: ir.Type) -> str:
     return {"float": "f32", "double": "f64", "half": "f16"}.get(str(t), str(t))
 
 
-class ExprEmitter:
+class ExprEmitter(ExternCalls):
     """Mixin of FunctionEmitter: ``expr(e)`` emits ``e`` at the builder's position.
 
     A pure expression (no load, no call) is emitted once per scope: unrolled and vectorized
@@ -330,6 +332,10 @@ class ExprEmitter:
             return self._call_extern(e)
         if e.op == "likely":   # a hint only: the value is the condition's
             return self.expr(e.args[0])
+        if e.op == BUFFER_DATA:
+            return self.data_pointer(e)
+        if e.op == "reinterpret":
+            return self.reinterpret(e)
         args = [self.expr(a) for a in e.args]
         if e.op == "abs" and not dt.is_float(e.dtype):
             (x,) = args
@@ -367,8 +373,11 @@ class ExprEmitter:
 
     def _call_extern(self, e):
         name = e.args[0].value
-        math = require_extern_math(name, "the llvm backend", "; LLVM IR from a pragma_import_llvm "
-                                   "annotation is not linked")
+        if name in POINTER_BUILTINS:
+            return POINTER_BUILTINS[name](self, e)
+        math = extern_math(name)
+        if math is None:
+            return self.call_function(e)
         _, param, count = math
         param_type = scalar_type(param)
         fn = self.codegen.extern(name, param_type, [param_type] * count)

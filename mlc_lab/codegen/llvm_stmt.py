@@ -13,6 +13,7 @@ import llvmlite.ir as ir
 
 from ..tir import dtype as dt
 from ..tir import expr as E
+from ..tir.transform.vectorize_loop import _ramp_arith
 from .llvm_expr import scalar_type, undef, value_type
 
 # Status codes returned by compiled functions.
@@ -251,7 +252,7 @@ class StmtEmitter:
             raise ValueError(f"function {self.name}: buffer {buffer.name} is indexed with "
                              f"{len(indices)} indices; the llvm backend takes lowered functions "
                              "with flat buffers (one index)")
-        return indices[0]
+        return _as_ramp(indices[0])
 
     def _checked(self, buffer, index):
         """The address index (a Ramp: its start; a vector: a list, one per lane), after bounds
@@ -286,6 +287,19 @@ class StmtEmitter:
 
 
 _MASKED_TYPES = {"float": "f32", "double": "f64", "i32": "i32", "i64": "i64"}
+
+
+def _as_ramp(index):
+    """A vector index written as arithmetic of Broadcasts and Ramps (as flattening leaves the
+    index of a view: ``Broadcast(row) + Ramp(0, 1, n)``) folded into one Ramp or Broadcast where
+    it is one, so that a contiguous access stays one vector load or store."""
+    if isinstance(index, (E.Ramp, E.Broadcast)) or dt.lanes(index.dtype) == 1:
+        return index
+    if type(index) in (E.Add, E.Sub, E.Mul):
+        folded = _ramp_arith(type(index), _as_ramp(index.a), _as_ramp(index.b))
+        if folded is not None:
+            return folded
+    return index
 
 
 def _masked_width(dtype: str, lanes: int) -> bool:

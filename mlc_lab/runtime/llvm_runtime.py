@@ -25,6 +25,7 @@ import numpy as np
 
 from ..codegen.llvm import (STATUS_NO_MEMORY, STATUS_OK, STATUS_OUT_OF_BOUNDS, STATUS_RUNTIME_ERROR,
                             llvm_target, render_module)
+from ..codegen.llvm_extern import import_llvm_texts
 from ..tir import expr as E
 from ..tir.buffer import Buffer
 from .interpreter.expr import Evaluator
@@ -125,7 +126,8 @@ class JITModule:
     """LLVM IR text compiled for the host (or the CPU named by ``mcpu``): parsed, verified,
     optimised at -O3, loaded by MCJIT."""
 
-    def __init__(self, ir_text: str, mcpu: str | None = None, unroll_heuristics: bool = True):
+    def __init__(self, ir_text: str, mcpu: str | None = None, unroll_heuristics: bool = True,
+                 imports: tuple = ()):
         _setup()
         self.rendered_ir, self.mcpu = ir_text, mcpu
         module = llvm.parse_assembly(ir_text)
@@ -133,6 +135,9 @@ class JITModule:
         machine = host_target_machine(mcpu)
         module.triple = llvm.get_process_triple()
         module.data_layout = str(machine.target_data)
+        for index, text in enumerate(imports):
+            _link_import(module, text, index)
+        _check_resolved(module)
         tuning = llvm.create_pipeline_tuning_options(speed_level=3)
         tuning.loop_vectorization = True
         tuning.slp_vectorization = True
@@ -288,13 +293,52 @@ def _shape_text(shape: tuple, env: dict) -> str:
     return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
 
+def _link_import(module, text: str, index: int) -> None:
+    """Link LLVM IR ``text`` (a ``pragma_import_llvm`` annotation, e.g. from
+    contrib.clang.create_llvm) into ``module``, so that calls of the functions it defines
+    resolve. The imported module is made to speak of the host: its triple and data layout
+    become ``module``'s (IR compiled for another target does not link)."""
+    try:
+        imported = llvm.parse_assembly(text)
+        imported.verify()
+    except RuntimeError as error:
+        raise ValueError(f"the LLVM IR of pragma_import_llvm annotation #{index} does not parse: "
+                         f"{str(error).strip()}") from None
+    triple = imported.triple
+    if triple and triple.split("-")[0] != module.triple.split("-")[0]:
+        raise ValueError(f"the LLVM IR of pragma_import_llvm annotation #{index} was compiled for "
+                         f"{triple}, but this process runs {module.triple}; compile it for the "
+                         "host (contrib.clang.create_llvm does)")
+    imported.triple, imported.data_layout = module.triple, module.data_layout
+    clash = {f.name for f in imported.functions if not f.is_declaration} & \
+        {f.name for f in module.functions if not f.is_declaration}
+    if clash:
+        raise ValueError(f"pragma_import_llvm annotation #{index} defines {', '.join(sorted(clash))}, "
+                         "which the program or another import defines too")
+    module.link_in(imported)
+
+
+def _check_resolved(module) -> None:
+    """Refuse a call of a function that neither the module (with its imports) nor the process
+    defines: the JIT would make it a call of address 0."""
+    for fn in module.functions:
+        if fn.is_declaration and not fn.name.startswith("llvm.") \
+                and not llvm.address_of_symbol(fn.name):
+            raise NotImplementedError(
+                f"T.call_extern({fn.name!r}): the llvm backend runs only C math library functions, "
+                "functions this process has loaded, and those of LLVM IR that a loop imports "
+                "(its pragma_import_llvm annotation, e.g. the text contrib.clang.create_llvm "
+                f"returns); none defines {fn.name}: write {fn.name} as loops in a T.prim_func "
+                "(for a tensor intrinsic, as its impl), or compile it with clang and import it so")
+
+
 def compile_llvm(functions: dict, target=None) -> tuple[JITModule, dict]:
     """Render lowered PrimFuncs ``{name: func}`` into one LLVM module and JIT-compile it; returns
     the JITModule and each function's FunctionABI."""
     target = llvm_target(target)
     text, abis = render_module(functions, target)
-    return JITModule(text, target.attrs["mcpu"],
-                     unroll_heuristics=not target.attrs["bounds-check"]), abis
+    return JITModule(text, target.attrs["mcpu"], unroll_heuristics=not target.attrs["bounds-check"],
+                     imports=import_llvm_texts(functions)), abis
 
 
 def load_llvm(jit: JITModule, abis: dict, functions: dict, target=None,

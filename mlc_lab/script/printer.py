@@ -234,6 +234,9 @@ class _Printer(ExprPrinter):
             self.emit(inner, f"{self.define(buf, buf.name)} = {self.buffer_decl('T.alloc_buffer', buf, False)}")
         for m in block.match_buffers:
             source = self.region(m.source)
+            for v in free_vars((*m.buffer.shape, *m.buffer.strides)):   # a view's stride variables
+                if id(v) not in self.names:
+                    self.emit(inner, f"{self.define(v, v.name)} = T.{v.dtype}()")
             name = self.define(m.buffer, m.buffer.name)
             self.emit(inner, f"{name} = {self.buffer_decl('T.match_buffer', m.buffer, True, source)}")
         if block.init is not None:

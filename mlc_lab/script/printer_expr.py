@@ -102,6 +102,8 @@ class ExprPrinter:
             args = [self.expr(a) for a in e.args[1:]]
             dtype = [] if e.dtype == "handle" else [f"dtype={json.dumps(e.dtype)}"]
             return f"T.{e.args[0].value}({', '.join(args + dtype)})", P_ATOM
+        if isinstance(e, E.Call) and e.op == "reinterpret" and len(e.args) == 1:
+            return f"T.reinterpret({self.expr(e.args[0])}, dtype={json.dumps(e.dtype)})", P_ATOM
         if isinstance(e, E.Call) and e.op == "call_extern":
             args = ", ".join(self.expr(a) for a in e.args)
             return f"T.call_extern({args}, dtype={json.dumps(e.dtype)})", P_ATOM

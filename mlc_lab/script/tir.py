@@ -372,6 +372,52 @@ def call_extern(*args, dtype: str | None = None) -> E.Call:
     return _call_extern(dtype, args[0], *(E.StringImm(a) if isinstance(a, str) else a for a in args[1:]))
 
 
+def llvm_lookup_intrinsic_id(name: str) -> E.StringImm:
+    """``T.llvm_lookup_intrinsic_id("llvm.x86.avx512.vpdpbusd.512")``: names an LLVM intrinsic for
+    ``T.call_llvm_pure_intrin``. mlc_lab keeps the name itself (LLVM's numeric ids change from
+    one LLVM release to the next)."""
+    if not isinstance(name, str) or not name.startswith("llvm."):
+        raise ValueError(f"T.llvm_lookup_intrinsic_id: an LLVM intrinsic name starts with 'llvm.', "
+                         f"got {name!r}")
+    return E.StringImm(name)
+
+
+def call_llvm_pure_intrin(*args, dtype: str | None = None) -> E.Call:
+    """``T.call_llvm_pure_intrin(T.llvm_lookup_intrinsic_id("llvm.x86.avx512.vpdpbusd.512"),
+    T.uint32(3), c, a, b, dtype="int32x16")``: a call of an LLVM intrinsic on values (the name may
+    also be given as a str, and the argument count may be left out). It is kept as a
+    ``T.call_extern`` of the intrinsic's name, which the llvm target compiles to the intrinsic;
+    the other backends refuse it by name."""
+    if dtype is None and args and isinstance(args[0], str) and not args[0].startswith("llvm."):
+        dtype, args = args[0], args[1:]   # the functional form: (dtype, name, *args)
+    if dtype is None:
+        raise TypeError("T.call_llvm_pure_intrin needs the result dtype, e.g. dtype=\"int32x16\"")
+    if not args:
+        raise TypeError("T.call_llvm_pure_intrin needs the intrinsic's name")
+    name = args[0].value if isinstance(args[0], E.StringImm) else args[0]
+    if not isinstance(name, str) or not name.startswith("llvm."):
+        raise TypeError(f"T.call_llvm_pure_intrin: the intrinsic is named by a str starting with "
+                        f"'llvm.' (or T.llvm_lookup_intrinsic_id), got {args[0]!r}")
+    rest = list(args[1:])
+    if rest and isinstance(rest[0], E.IntImm) and rest[0].dtype == "uint32" \
+            and rest[0].value == len(rest) - 1:
+        rest = rest[1:]   # the argument count the reference compiler's form passes first
+    return _call_extern(dt.check_dtype(dtype), name, *rest)
+
+
+call_llvm_intrin = call_llvm_pure_intrin
+
+
+def reinterpret(value, dtype: str) -> E.Call:
+    """``T.reinterpret(x, dtype="int32")``: the bits of ``x`` read as another type of the same
+    size (``uint8x4`` -> ``int32``, ``int8x64`` -> ``int32x16``)."""
+    value, dtype = E.convert(value), dt.check_dtype(dtype)
+    if dt.bits(value.dtype) * dt.lanes(value.dtype) != dt.bits(dtype) * dt.lanes(dtype):
+        raise TypeError(f"T.reinterpret: {value.dtype} and {dtype} differ in size; reinterpret "
+                        "keeps the bits, so both must have as many")
+    return E.Call(dtype, "reinterpret", (value,))
+
+
 def _opaque_builtin(name: str):
     def call(*args, dtype: str = "handle") -> E.Call:
         return call_extern(name, *args, dtype=dtype or "handle")
@@ -451,7 +497,8 @@ __all__ = [
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "fabs", "abs", "floor", "ceil", "round",
     "sin", "cos", "erf", "pow", "if_then_else", "likely", "assume", "q_multiply_shift",
     "q_multiply_shift_per_axis", "min_value", "max_value",
-    "call_extern",
+    "call_extern", "call_llvm_pure_intrin", "call_llvm_intrin", "llvm_lookup_intrinsic_id",
+    "reinterpret",
     "tvm_fill_fragment", "tvm_load_matrix_sync", "tvm_store_matrix_sync", "tvm_mma_sync",
     "tvm_bmma_sync", "tvm_access_ptr", "type_annotation",
 ]

@@ -110,10 +110,13 @@ class Buffer(Node):
                                       "supported; mlc_lab addresses buffers element by element")
         index = self.shape[0].dtype if self.shape else "int32"
         offset = const(offset, index) if isinstance(offset, int) else convert(offset)
-        if extent is None:
+        if extent is None:   # to the end of the buffer (of its outermost stride, if strided)
             extent = const(1, index)
-            for dim in self.shape:
-                extent = extent * dim
+            if self.strides and len(self.strides) == len(self.shape):
+                extent = convert(self.strides[0]) * self.shape[0]
+            else:
+                for dim in self.shape:
+                    extent = extent * dim
             extent = extent - offset
             from ..arith import simplify   # the arithmetic layer sits beside this one
             extent = simplify(extent)

@@ -2,10 +2,11 @@
 intrinsics use (``make_dot_product``), and the 4-element int8 dot product into one int32 of the
 GPUs (``dp4a``, also the description of AMD's ``sdot4``).
 
-Every implementation in this package stands for one hardware instruction as an opaque call
+Most implementations in this package stand for one hardware instruction as an opaque call
 (``T.call_extern`` of the instruction's name, handed the tiles' storage as ``buffer.data``): the
-schedule places it and the printer shows it, but the CPU backends run only loops and the C math
-library, so building a program that still holds such a call is refused with a message naming it.
+schedule places it and the printer shows it, and building a program that still holds such a call
+is refused with a message naming it. The x86 VNNI dot product (x86.py) is the exception: its
+implementation calls the LLVM intrinsic on vector values, which the llvm target compiles.
 
 >>> desc, impl = make_dot_product(4, 2, "int8", "int8", "int32", "my_dot")
 >>> print(desc.body.block.body)
