@@ -37,6 +37,8 @@ SHOWN = {
     "06": [("a printed GPU kernel", ".mlc-code", "threadIdx"), ("a figure", "img", "")],
     "07": [("a relax graph", "svg.mlc-graph", ""), ("an IR diff", ".mlc-irdiff", ""),
            ("the IR after each pass", ".mlc-pipeline", "FuseTIR")],
+    "08": [("an IR diff", ".mlc-irdiff", "tensorize"), ("the schedule stepper", ".mlc-lab-stepper", "sch.get_block"),
+           ("a figure", "img", "")],
 }
 
 

@@ -110,6 +110,10 @@ HW07_CHAINS_ONLY = _edited("hw07_graph_optimization", "task2-answer",
                            "    return LinearFusor(mod, with_relu=False).transform()",
                            "    return LinearFusor(mod, with_relu=True).transform()")
 
+# hw08 task 2: the tiles staged in the accelerator's memories, but never tensorized: loops compute them.
+HW08_NOT_TENSORIZED = _edited("hw08_hardware_specialization", "task2-answer",
+                              "    sch.tensorize(tile, ACCEL_MMA)\n", "")
+
 # homework stem -> (the answer cell replaced, the half-right code put there, {test cell: the share
 # of its points it earns}); every test cell not named earns all of its points.
 HALF_RIGHT = {
@@ -119,6 +123,7 @@ HALF_RIGHT = {
     "hw05_framework_integration": ("task5-answer", HW05_RELU_ONLY, {"task5-activations": 0}),
     "hw06_gpu": ("task4-answer", HW06_NO_PADDING, {"task4-banks": 0}),
     "hw07_graph_optimization": ("task2-answer", HW07_CHAINS_ONLY, {"task2-tail": 0}),
+    "hw08_hardware_specialization": ("task2-answer", HW08_NOT_TENSORIZED, {"task2-intrin": 0}),
 }
 
 
@@ -249,6 +254,35 @@ def register_tile(mod, threads=16, tile=REG_TILE):
     sch.bind(j1, "threadIdx.x")
     return sch.mod
 '''
+# hw08 task 1: the right arithmetic, but on buffers in main memory, not in the accelerator's scopes.
+HW08_DESC_WITHOUT_SCOPES = '''
+@T.prim_func
+def accel_mma_bt_desc(a: T.handle, b: T.handle, c: T.handle) -> None:
+    A = T.match_buffer(a, (8, 4), "float32", offset_factor=1)
+    B = T.match_buffer(b, (8, 4), "float32", offset_factor=1)
+    C = T.match_buffer(c, (8, 8), "float32", offset_factor=1)
+    with T.block("root"):
+        T.reads(C[0:8, 0:8], A[0:8, 0:4], B[0:8, 0:4])
+        T.writes(C[0:8, 0:8])
+        for i, j, k in T.grid(8, 8, 4):
+            with T.block(""):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]
+'''
+# hw08 task 3: right numbers from one thread per element of C: the CUDA cores do all the work.
+HW08_CUDA_CORES = '''
+def wmma_matmul(mod):
+    sch = tir.Schedule(mod)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, [None, 16])
+    j0, j1 = sch.split(j, [None, 16])
+    sch.reorder(i0, j0, i1, j1, k)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.y")
+    sch.bind(j1, "threadIdx.x")
+    return sch.mod
+'''
 # homework stem -> {answer cell: (the wrong code put there, the test cells that then earn 0)}; the
 # answers of one homework are replaced together, and the other tests of those tasks earn all
 # their points (the answer is wrong in that one way only).
@@ -271,6 +305,8 @@ WRONG = {
                                "task2-answer": (HW04_THREE_TRIALS, ["task2"]),
                                "task3-answer": (HW04_FIRST_STEP_ONLY, ["task3-spread"]),
                                "task4-answer": (HW04_PEARSON, ["task4"])},
+    "hw08_hardware_specialization": {"task1-answer": (HW08_DESC_WITHOUT_SCOPES, ["task1"]),
+                                     "task3-answer": (HW08_CUDA_CORES, ["task3-tensor"])},
     "hw06_gpu": {"task1-answer": (HW06_128_THREADS, ["task1"]),
                  "task2-answer": (HW06_ROWS_ON_X, ["task2-coalesced"]),
                  "task3-answer": (HW06_SMALL_TILES, ["task3", "task3-banks"]),
@@ -298,7 +334,7 @@ def half_right(source: Path) -> nbformat.NotebookNode:
 
 
 def test_every_chapter_from_02_has_homework():
-    assert [p.name[2:4] for p in SOURCES] == ["02", "03", "04", "05", "06", "07"]
+    assert [p.name[2:4] for p in SOURCES] == ["02", "03", "04", "05", "06", "07", "08"]
     assert sorted(HALF_RIGHT) == [p.stem for p in SOURCES]
 
 

@@ -1,7 +1,8 @@
 """The GPU programs the course schedules, each as a ``tir.Schedule`` ready to build for "cuda" or
 "cuda-sim": vector add, window sum (with and without shared memory), and matmul with block
 one thread per element (``matmul_naive``), block tiling (``matmul_blocked``) and
-shared-memory tiling (``matmul_shared``).
+shared-memory tiling (``matmul_shared``); a float16 matmul with float32 sums
+(``matmul_fp16_func``) tensorized onto the wmma tensor-core intrinsics (``matmul_wmma``).
 
 >>> import numpy as np, mlc_lab
 >>> from mlc_lab.testing import gpu_schedules as gs
@@ -133,6 +134,70 @@ def matmul_shared(n: int = 1024, local: int = 8, block: int = 8, tile_k: int = 8
             _, fetch_tx = sch.split(inner, [None, block * block])
         sch.bind(fetch_tx, "threadIdx.x")
     sch.decompose_reduction(block_c, k0)
+    return sch
+
+
+def matmul_fp16_func(M: int, N: int, K: int):
+    """C = A @ B with float16 A (M x K) and B (K x N), each product and sum taken in float32, as
+    a tensor core does: one block "C" under the loops i, j, k."""
+    A = te.placeholder((M, K), "float16", "A")
+    B = te.placeholder((K, N), "float16", "B")
+    k = te.reduce_axis((0, K), name="k")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k].astype("float32") * B[k, j].astype("float32"),
+                                               axis=k), name="C")
+    return te.create_prim_func([A, B, C], name="main").with_attr("global_symbol", "main")
+
+
+def matmul_wmma(func, tile: tuple = (16, 16, 16), warps_i: int = 2, warps_j: int = 1, tiles_j: int = 2,
+                intrinsics: dict | None = None) -> tir.Schedule:
+    """``func`` (a ``matmul_fp16_func``, its sizes multiples of the tiles) scheduled onto the
+    wmma intrinsics: a thread block of ``warps_i x warps_j`` warps, each warp computing
+    ``tiles_j`` m x n tiles side by side; for every step of k, A and B are copied into shared
+    memory by all the block's threads, then loaded into the warps' fragments
+    (``wmma.matrix_a`` / ``wmma.matrix_b``); the sums live in a ``wmma.accumulator`` fragment,
+    filled with zeros, multiplied into and stored to C. ``intrinsics`` maps the roles "load_a",
+    "load_b", "init", "compute" and "store" to registered intrinsics (16x16x16 by default)."""
+    from ..tir.tensor_intrin import cuda as tensor_cores
+    m, n, k = tile
+    names = intrinsics or tensor_cores.get_wmma_intrin_group("shared", "global", "float16", "float32",
+                                                                    trans_b=False)
+    sch = _schedule(func)
+    C = sch.get_block("C")
+    i, j, kk = sch.get_loops(C)
+    i0, i1, i2 = sch.split(i, [None, warps_i, m])
+    j0, j1, j2, j3 = sch.split(j, [None, warps_j, tiles_j, n])
+    k0, k1 = sch.split(kk, [None, k])
+    sch.reorder(i0, j0, i1, j1, k0, j2, i2, j3, k1)
+    sch.bind(i0, "blockIdx.y")
+    sch.bind(j0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.y")            # one warp per (threadIdx.y, threadIdx.z):
+    sch.bind(j1, "threadIdx.z")            # its 32 lanes are threadIdx.x, bound below
+    C_frag = sch.cache_write(C, 0, "wmma.accumulator")
+    sch.reverse_compute_at(C_frag, j1)
+    A_shared, B_shared = sch.cache_read(C, 0, "shared"), sch.cache_read(C, 1, "shared")
+    A_frag, B_frag = sch.cache_read(C, 0, "wmma.matrix_a"), sch.cache_read(C, 1, "wmma.matrix_b")
+    for block in (A_frag, B_frag, A_shared, B_shared):
+        sch.compute_at(block, k0)
+    for block in (A_shared, B_shared):     # a cooperative fetch by every thread of the block
+        fused = sch.fuse(*sch.get_loops(block)[-2:])
+        _, ty, tz, tx = sch.split(fused, [None, warps_i, warps_j, 32])
+        sch.bind(ty, "threadIdx.y")
+        sch.bind(tz, "threadIdx.z")
+        sch.bind(tx, "threadIdx.x")
+
+    def tiles_onto(block, rows, cols, intrinsic):
+        outer, inner = sch.get_loops(block)[-2:]
+        outer_0, outer_1 = sch.split(outer, [None, rows])
+        inner_0, inner_1 = sch.split(inner, [None, cols])
+        sch.reorder(outer_0, inner_0, outer_1, inner_1)
+        sch.tensorize(outer_1, intrinsic)
+
+    tiles_onto(A_frag, m, k, names["load_a"])
+    tiles_onto(B_frag, k, n, names["load_b"])
+    tiles_onto(C_frag, m, n, names["store"])
+    init = sch.decompose_reduction(C, k0)
+    sch.tensorize(sch.get_loops(init)[-2], names["init"])
+    sch.tensorize(i2, names["compute"])
     return sch
 
 
