@@ -14,6 +14,7 @@ from mlc_lab.runtime.cuda_sim import GPUS, simulate_program
 from mlc_lab.runtime.cuda_sim.mma_layout import SHAPES, fragment_map, owner_grid
 from mlc_lab.runtime.cuda_sim.tensor_core import FragmentError, WarpDivergenceError
 from mlc_lab.script import tir as T
+from mlc_lab.testing import gpu_schedules
 from mlc_lab.target import Target
 from mlc_lab.tir.schedule.testing import verify_trace_roundtrip
 from mlc_lab.tir.tensor_intrin import cuda as tc
@@ -82,49 +83,10 @@ def wmma_intrinsics(m, n, k, trans_b=False):
 
 def wmma_schedule(func, tile=(16, 16, 16), warps_i=2, warps_j=1, tiles_j=2, trans_b=False,
                   intrinsics=None):
-    """Blocks of ``warps_i x warps_j`` warps, each warp computing ``tiles_j`` m x n tiles per
-    row; A and B staged through shared memory (every thread of the block copying its share),
-    then into wmma fragments; the accumulator stored from its fragment to C."""
-    m, n, k = tile
-    group = intrinsics or wmma_intrinsics(m, n, k, trans_b)
-    sch = tir.Schedule(func)
-    C = sch.get_block("C")
-    i, j, kk = sch.get_loops(C)
-    i0, i1, i2 = sch.split(i, [None, warps_i, m])
-    j0, j1, j2, j3 = sch.split(j, [None, warps_j, tiles_j, n])
-    k0, k1 = sch.split(kk, [None, k])
-    sch.reorder(i0, j0, i1, j1, k0, j2, i2, j3, k1)
-    sch.bind(i0, "blockIdx.y")
-    sch.bind(j0, "blockIdx.x")
-    sch.bind(i1, "threadIdx.y")
-    sch.bind(j1, "threadIdx.z")
-    C_f = sch.cache_write(C, 0, "wmma.accumulator")
-    sch.reverse_compute_at(C_f, j1)
-    A_s, B_s = sch.cache_read(C, 0, "shared"), sch.cache_read(C, 1, "shared")
-    A_f, B_f = sch.cache_read(C, 0, "wmma.matrix_a"), sch.cache_read(C, 1, "wmma.matrix_b")
-    for block in (A_f, B_f, A_s, B_s):
-        sch.compute_at(block, k0)
-    for block in (A_s, B_s):
-        fused = sch.fuse(*sch.get_loops(block)[-2:])
-        _, ty, tz, tx = sch.split(fused, [None, warps_i, warps_j, 32])
-        sch.bind(ty, "threadIdx.y")
-        sch.bind(tz, "threadIdx.z")
-        sch.bind(tx, "threadIdx.x")
-
-    def tensorize_tiles(block, rows, cols, name):
-        a0, a1 = sch.get_loops(block)[-2:]
-        a0o, a0i = sch.split(a0, [None, rows])
-        a1o, a1i = sch.split(a1, [None, cols])
-        sch.reorder(a0o, a1o, a0i, a1i)
-        sch.tensorize(a0i, name)
-
-    tensorize_tiles(A_f, m, k, group["load_a"])
-    tensorize_tiles(B_f, *((n, k) if trans_b else (k, n)), group["load_b"])
-    tensorize_tiles(C_f, m, n, group["store"])
-    init = sch.decompose_reduction(C, k0)
-    sch.tensorize(sch.get_loops(init)[-2], group["init"])
-    sch.tensorize(i2, group["compute"])
-    return sch
+    """The library's tensor-core schedule (gpu_schedules.matmul_wmma) with this file's
+    intrinsic groups, so that each tile shape is tried."""
+    return gpu_schedules.matmul_wmma(func, tile, warps_i, warps_j, tiles_j, trans_b=trans_b,
+                                     intrinsics=intrinsics or wmma_intrinsics(*tile, trans_b))
 
 
 def inputs(M, N, K, trans_b=False, seed=0):

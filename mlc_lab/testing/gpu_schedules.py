@@ -149,18 +149,19 @@ def matmul_fp16_func(M: int, N: int, K: int):
 
 
 def matmul_wmma(func, tile: tuple = (16, 16, 16), warps_i: int = 2, warps_j: int = 1, tiles_j: int = 2,
-                intrinsics: dict | None = None) -> tir.Schedule:
+                intrinsics: dict | None = None, trans_b: bool = False) -> tir.Schedule:
     """``func`` (a ``matmul_fp16_func``, its sizes multiples of the tiles) scheduled onto the
     wmma intrinsics: a thread block of ``warps_i x warps_j`` warps, each warp computing
     ``tiles_j`` m x n tiles side by side; for every step of k, A and B are copied into shared
     memory by all the block's threads, then loaded into the warps' fragments
     (``wmma.matrix_a`` / ``wmma.matrix_b``); the sums live in a ``wmma.accumulator`` fragment,
     filled with zeros, multiplied into and stored to C. ``intrinsics`` maps the roles "load_a",
-    "load_b", "init", "compute" and "store" to registered intrinsics (16x16x16 by default)."""
+    "load_b", "init", "compute" and "store" to registered intrinsics (16x16x16 by default).
+    ``trans_b``: B is stored transposed (N x K), C = A @ B.T."""
     from ..tir.tensor_intrin import cuda as tensor_cores
     m, n, k = tile
     names = intrinsics or tensor_cores.get_wmma_intrin_group("shared", "global", "float16", "float32",
-                                                                    trans_b=False)
+                                                                    trans_b=trans_b)
     sch = _schedule(func)
     C = sch.get_block("C")
     i, j, kk = sch.get_loops(C)
@@ -193,7 +194,7 @@ def matmul_wmma(func, tile: tuple = (16, 16, 16), warps_i: int = 2, warps_j: int
         sch.tensorize(outer_1, intrinsic)
 
     tiles_onto(A_frag, m, k, names["load_a"])
-    tiles_onto(B_frag, k, n, names["load_b"])
+    tiles_onto(B_frag, *((n, k) if trans_b else (k, n)), names["load_b"])
     tiles_onto(C_frag, m, n, names["store"])
     init = sch.decompose_reduction(C, k0)
     sch.tensorize(sch.get_loops(init)[-2], names["init"])
