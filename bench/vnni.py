@@ -17,36 +17,11 @@ import time
 import numpy as np
 
 import mlc_lab as tvm
-from mlc_lab.script import tir as T
 from mlc_lab.tir.tensor_intrin import x86
+from mlc_lab.testing import matmul_schedules as mm
 
 
-def int8_matmul(m: int, n: int, k: int):
-    @T.prim_func
-    def main(A: T.Buffer((m, k), "uint8"), B: T.Buffer((n // 16, k // 4, 16, 4), "int8"),
-             C: T.Buffer((m, n), "int32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        for i, j, r in T.grid(m, n, k):
-            with T.block("matmul"):
-                vi, vj, vr = T.axis.remap("SSR", [i, j, r])
-                with T.init():
-                    C[vi, vj] = 0
-                C[vi, vj] = C[vi, vj] + T.Cast("int32", A[vi, vr]) * \
-                    T.Cast("int32", B[vj // 16, vr // 4, vj % 16, vr % 4])
-    return main
-
-
-def schedule(func, tensorize: bool):
-    sch = tvm.tir.Schedule(func)
-    block = sch.get_block("matmul")
-    i, j, r = sch.get_loops(block)
-    j_outer, j_inner = sch.split(j, [None, 16])
-    r_outer, r_inner = sch.split(r, [None, 4])
-    sch.reorder(i, j_outer, r_outer, j_inner, r_inner)
-    sch.decompose_reduction(block, r_outer)
-    if tensorize:
-        sch.tensorize(j_inner, x86.VNNI_DOT_16x4_INTRIN)
-    return sch
+int8_matmul, schedule = mm.int8_matmul, mm.dot_16x4_schedule
 
 
 def median_seconds(run, repeat: int) -> float:

@@ -15,6 +15,7 @@ from mlc_lab.script import from_source
 from mlc_lab.script import tir as T
 from mlc_lab.tir.schedule.testing import verify_trace_roundtrip
 from mlc_lab.tir.tensor_intrin import x86
+from mlc_lab.testing import matmul_schedules as mm
 
 needs_vnni = pytest.mark.skipif(not x86.host_has_vnni(), reason="this CPU has no AVX-512 VNNI")
 KINDS = [pytest.param("vnni", marks=needs_vnni), "portable"]
@@ -28,18 +29,7 @@ def restore_selection():
 
 
 def packed_int8_matmul(m, n, k):
-    @T.prim_func
-    def main(A: T.Buffer((m, k), "uint8"), B: T.Buffer((n // 16, k // 4, 16, 4), "int8"),
-             C: T.Buffer((m, n), "int32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        for i, j, r in T.grid(m, n, k):
-            with T.block("matmul"):
-                vi, vj, vr = T.axis.remap("SSR", [i, j, r])
-                with T.init():
-                    C[vi, vj] = 0
-                C[vi, vj] = C[vi, vj] + T.Cast("int32", A[vi, vr]) * \
-                    T.Cast("int32", B[vj // 16, vr // 4, vj % 16, vr % 4])
-    return main
+    return mm.int8_matmul(m, n, k)
 
 
 @T.prim_func
@@ -54,15 +44,7 @@ def unpacked_int8_matmul(A: T.Buffer((32, 32), "uint8"), B: T.Buffer((32, 32), "
 
 
 def tensorized(func):
-    sch = tir.Schedule(func)
-    block = sch.get_block("matmul")
-    _, j, r = sch.get_loops(block)
-    jo, ji = sch.split(j, [None, 16])
-    ro, ri = sch.split(r, [None, 4])
-    sch.reorder(jo, ro, ji, ri)
-    sch.decompose_reduction(block, ro)
-    sch.tensorize(ji, x86.VNNI_DOT_16x4_INTRIN)
-    return sch
+    return mm.dot_16x4_schedule(func)
 
 
 def operands(m, n, k, seed=0):

@@ -189,3 +189,32 @@ def _fit(n: int, want: int) -> int:
     while size > 1 and n % size:
         size //= 2
     return size
+
+
+def int8_matmul(m: int, n: int, k: int) -> PrimFunc:
+    """``C[i, j] = sum_r A[i, r] * B[j, r]`` in int32, A uint8 (m x k), B int8 packed for the
+    x86 dot products as ``(n // 16, k // 4, 16, 4)``: 16 output columns by 4 reduction steps,
+    contiguous. One reduction block "matmul"."""
+    A = te.placeholder((m, k), "uint8", name="A")
+    B = te.placeholder((n // 16, k // 4, 16, 4), "int8", name="B")
+    r = te.reduce_axis((0, k), name="r")
+    C = te.compute((m, n), lambda i, j: te.sum(
+        A[i, r].astype("int32") * B[j // 16, r // 4, j % 16, r % 4].astype("int32"), axis=r),
+        name="matmul")
+    return te.create_prim_func([A, B, C]).with_attr("global_symbol", "main")
+
+
+def dot_16x4_schedule(func: PrimFunc, tensorize: bool = True) -> tir.Schedule:
+    """``int8_matmul`` with 16 columns by 4 reduction steps innermost, tensorized onto
+    ``VNNI_DOT_16x4_INTRIN`` (vpdpbusd where the CPU has it), or left as loops."""
+    from ..tir.tensor_intrin import x86
+    sch = tir.Schedule(func)
+    block = sch.get_block("matmul")
+    _, j, r = sch.get_loops(block)
+    j_outer, j_inner = sch.split(j, [None, 16])
+    r_outer, r_inner = sch.split(r, [None, 4])
+    sch.reorder(j_outer, r_outer, j_inner, r_inner)
+    sch.decompose_reduction(block, r_outer)
+    if tensorize:
+        sch.tensorize(j_inner, x86.VNNI_DOT_16x4_INTRIN)
+    return sch
