@@ -98,3 +98,28 @@ def test_read_at_copy_whose_iterations_overlap_has_opaque_iterators():
     assert_runs_like(add_row, sch, outputs=[2])
     with pytest.raises(tir.schedule.ScheduleError):
         sch.bind(sch.get_loops(copy)[0], "threadIdx.x")
+
+
+def test_read_at_under_a_skipping_block_skips_the_same_iterations():
+    """The reduction reads A only where k < 5. A first copy of A at the outer loop holds those
+    columns alone; a second copy under the fused loop must skip the iterations the block skips,
+    or it would read the columns the first copy never wrote."""
+    @T.prim_func
+    def partial_sum(A: T.Buffer((6, 9), "float32"), S: T.Buffer((6,), "float32")):
+        for i, k in T.grid(6, 9):
+            with T.block("S"):
+                vi, vk = T.axis.remap("SR", [i, k])
+                T.where(k < 5)
+                with T.init():
+                    S[vi] = T.float32(0)
+                S[vi] = S[vi] + A[vi, vk]
+
+    sch = tir.Schedule(partial_sum)
+    block = sch.get_block("S")
+    sch.fuse(*sch.get_loops(block))
+    sch.add_unit_loop(sch.get_loops(block)[0])
+    sch.read_at(sch.get_loops(block)[0], block, 0, "global")
+    second = sch.read_at(sch.get_loops(block)[1], block, 0, "global")
+    copy = sch.mod["main"].script().split(f'T.block("{second.name}")')[1].split("T.block(")[0]
+    assert "T.where(i_k_fused % 9 < 5)" in copy
+    assert_runs_like(partial_sum, sch, outputs=[1])   # the interpreter refuses uninitialized reads

@@ -9,7 +9,7 @@ from ... import expr as E
 from ... import stmt as S
 from ..instruction import instruction
 from ..rv import BlockRV
-from ...stmt_functor import loads_in, stores_in, substitute, uses_var
+from ...stmt_functor import and_all, conjuncts, loads_in, stores_in, substitute, uses_var
 from .block_domain import accessed_region, enclosing_ranges, loops_between, shared_by_threads
 from .cache import _check_scope, _new_buffer, _nth_buffer, swap_buffer
 from .padding import _Replace
@@ -145,6 +145,12 @@ class ReadWriteAtPrimitives:
         new_buffer = _new_buffer(func, buffer, storage_scope)
         copy = _copy_block(new_buffer.name, index, loop_node, region, extents,
                            src=buffer if read else new_buffer, dst=new_buffer if read else buffer)
+        if read:   # skip the iterations the block skips, whose elements may never be written
+            inner = [lp.loop_var for lp in loops_between(index, realize, loop_node)]
+            kept = [c for c in conjuncts(realize.predicate) if not uses_var(c, inner)
+                    and const_int(c) != 1]
+            if kept:
+                copy = copy.replace(predicate=and_all(kept))
         new_realize = swap_buffer(realize, buffer, new_buffer)
         new_loop = _Replace({id(realize): new_realize}).visit(loop_node)
         # the copy goes right before (after) the statement of the loop body holding the block
