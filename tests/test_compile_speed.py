@@ -248,3 +248,47 @@ def test_the_collector_is_paused_during_a_build_and_restored_after():
     a, b = RNG.standard_normal(4096).astype("float32"), np.zeros(1024, "float32")
     mlc_lab.build(strided_rows, "llvm")["strided_rows"](a, b)
     assert gc.isenabled()
+
+
+# -- several functions: LLVM works on one while the next is lowered --------------------------------
+@T.prim_func
+def _scaled(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):
+    for i in range(256):
+        with T.block("B"):
+            vi = T.axis.remap("S", [i])
+            B[vi] = A[vi] * T.float32(3)
+
+
+def test_a_build_of_several_functions_compiles_each_as_one_function_builds_it(capfd):
+    from mlc_lab.runtime.llvm_runtime import VectorizeWarning
+    from test_codegen_llvm import _row_max_vectorized_rows as row_max
+    mod = mlc_lab.IRModule({"scaled": _scaled.with_attr("global_symbol", "scaled"),
+                        "strided_rows": strided_rows, "row_max": row_max.with_attr("global_symbol", "row_max")})
+    # LLVM's diagnostics, produced on the compiling thread, still reach the caller as one warning.
+    with pytest.warns(VectorizeWarning, match="1 loop.s. marked vectorized stayed scalar"):
+        lib = mlc_lab.build(mod, "llvm")
+    assert "loop not vectorized" not in capfd.readouterr().err
+    a = RNG.standard_normal(4096).astype("float32")
+    b, scaled = np.zeros(1024, "float32"), np.zeros(256, "float32")
+    lib["strided_rows"](a, b)
+    want = np.zeros(1024, "float32")
+    interpreter.run(strided_rows, [a.copy(), want])
+    np.testing.assert_array_equal(b, want)
+    lib["scaled"](a[:256], scaled)
+    np.testing.assert_allclose(scaled, a[:256] * 3, rtol=1e-6)
+    # The same machine code as a build of that function alone; every function's source is shown.
+    alone = mlc_lab.build(_scaled.with_attr("global_symbol", "scaled"), "llvm")
+    assert lib["scaled"].get_source("asm") == alone.get_source("asm")
+    assert all(f"@{name}(" in lib.get_source("ll") or f'@"{name}"(' in lib.get_source("ll")
+               for name in ("scaled", "strided_rows", "row_max"))
+
+
+def test_an_llvm_error_in_a_build_of_several_functions_reaches_the_caller(monkeypatch):
+    from mlc_lab.runtime import llvm_runtime
+
+    def broken(self, text, *args, **kwargs):
+        raise RuntimeError("LLVM refused the module")
+    monkeypatch.setattr(llvm_runtime.JITModule, "__init__", broken)
+    mod = mlc_lab.IRModule({"scaled": _scaled.with_attr("global_symbol", "scaled"), "strided_rows": strided_rows})
+    with pytest.raises(RuntimeError, match="LLVM refused the module"):
+        mlc_lab.build(mod, "llvm")

@@ -23,6 +23,7 @@ caller packs it and calls ``i32 mlc_parallel_for(ptr body, i64 extent, ptr closu
 """
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass, field
 
@@ -102,6 +103,12 @@ class _LoopID(ir.values.MDValue):
         super().descr(buf)
 
 
+@functools.lru_cache(maxsize=None)
+def _process_triple() -> str:
+    """Asked of LLVM once: a call into LLVM waits while another thread compiles."""
+    return llvm_binding.get_process_triple()
+
+
 class ModuleCodegen:
     """One LLVM module: its functions, declarations of external functions, loop metadata.
     ``options`` are the target's attributes; allocations of at most ``stack_limit_bytes`` (the
@@ -110,7 +117,7 @@ class ModuleCodegen:
     def __init__(self, options: dict, stack_limit_bytes: int):
         self.options, self.stack_limit_bytes = options, stack_limit_bytes
         self.module = ir.Module(name="mlc_lab")
-        self.module.triple = llvm_binding.get_process_triple()
+        self.module.triple = _process_triple()
         self.buffers: list[BufferInfo] = []
         self._buffer_ids: dict[int, int] = {}
         self._externs: dict[str, ir.Function] = {}
