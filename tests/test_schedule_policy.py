@@ -13,8 +13,8 @@ from mlc_lab.tir.schedule.policy import blocks
 from mlc_lab.tir.schedule.policy.inline import InlinePolicy
 from mlc_lab.tir.schedule.policy.postproc import block_names
 from mlc_lab.tir.schedule.primitives import scope
-from corpus import mm_relu, softmax
-from schedule_checks import assert_same_numerics
+from corpus import conv2d_nchw, mm_relu, softmax
+from schedule_checks import assert_replays, assert_same_numerics
 from test_schedule_inline import scale_add
 
 VARIANTS = {"FUSE_TIR": InlinePolicy.FUSE_TIR, "DEFAULT_SCHEDULE": InlinePolicy.DEFAULT_SCHEDULE,
@@ -155,3 +155,68 @@ def test_callers_inline_by_their_variant():
             InlinePolicy.TUNER.inline_block(expected, expected.get_block(name))
         assert_structural_equal(sch.mod, expected.mod)
         assert sch.trace.as_python() == expected.trace.as_python()
+
+
+# -- packing an operand into panels ---------------------------------------------------------------
+def _tiled_matmul(pack: int, j_tiles=(2, 2, 2, 4)):
+    """A 32x32x32 matmul tiled SSRSRS (the tuner's structure), marked to be packed or not."""
+    from mlc_lab.testing import matmul_schedules as mm
+    from mlc_lab.tir.schedule.policy.pack import ANN_PACK
+    sch = tir.Schedule(mm.naive(32))
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    i0, i1, i2, i3 = sch.split(i, [2, 2, 2, 4])
+    j0, j1, j2, j3 = sch.split(j, list(j_tiles))
+    k0, k1 = sch.split(k, [4, 8])
+    sch.reorder(i0, j0, i1, j1, k0, i2, j2, k1, i3, j3)
+    sch.annotate(block, ANN_PACK, pack)
+    return sch
+
+
+def test_a_packed_operand_is_copied_into_panels_as_wide_as_the_tile_columns():
+    from mlc_lab.testing import matmul_schedules as mm
+    from mlc_lab.tir.schedule.policy.pack import ANN_PACK, RewritePackedOperands
+    for j_tiles, width in (((2, 2, 2, 4), 8), ((1, 4, 1, 8), 8), ((4, 1, 4, 2), 8), ((1, 1, 2, 16), 32)):
+        sch = _tiled_matmul(1, j_tiles)
+        assert RewritePackedOperands().apply(sch)
+        func = sch.mod["main"]
+        panels = [b for b in func.body.block.alloc_buffers if b.name.startswith("B")]
+        # B[k, j] becomes P[j // w, k, j % w], w the columns inside the outer reduction loop
+        assert [tuple(int(s) for s in p.shape) for p in panels] == [(32 // width, 32, width)], j_tiles
+        assert all(ANN_PACK not in b.annotations for b in _blocks(func))
+        assert_same_numerics(mm.naive(32)["main"], func)
+        assert_replays(sch, mm.naive(32))
+
+
+def test_an_operand_is_left_alone_when_the_sample_says_so_or_nothing_can_be_packed():
+    from mlc_lab.testing import matmul_schedules as mm
+    from mlc_lab.tir.schedule.policy.pack import RewritePackedOperands, packable
+    sch = _tiled_matmul(0)
+    before = sch.mod["main"]
+    RewritePackedOperands().apply(sch)
+    assert len(_blocks(sch.mod["main"])) == len(_blocks(before)) == 1
+    block = mm.naive(32)["main"].body.block.body.body.body.body.block
+    assert [r.buffer.name for r in block.reads][packable(block)] == "B"   # not A, read along rows
+    # a convolution's input is read through a window (column and reduction in one index): no
+    # panel copy serves it, and its weights are not read along the output's columns
+    conv = tir.Schedule(conv2d_nchw)
+    assert packable(conv.get(conv.get_block("conv"))) is None
+
+
+def _blocks(func):
+    from mlc_lab.tir.schedule.primitives.scope import all_blocks_under
+    return [r.block for r in all_blocks_under(func.body) if r.block.name_hint != "root"]
+
+
+def test_the_tuner_samples_packing_and_every_sample_computes_the_same():
+    from mlc_lab import meta_schedule as ms
+    from mlc_lab.testing import matmul_schedules as mm
+    space = ms.space_generator.PostOrderApply(num_cores=2)
+    seen = set()
+    for seed in range(12):
+        candidate = space.sample(mm.naive(32), seed)
+        func = candidate.sch.mod["main"]
+        packed = any(b.name.startswith("B") and len(b.shape) == 3 for b in func.body.block.alloc_buffers)
+        seen.add(packed)
+        assert_same_numerics(mm.naive(32)["main"], func)
+    assert seen == {True, False}

@@ -7,7 +7,8 @@ for CPUs, in the order ``PostOrderApply`` runs them over every block:
 
 1. ``AutoInline``: elementwise blocks disappear into their consumers (or producers).
 2. ``MultiLevelTiling``: reductions with data reuse (matmul, conv) are tiled SSRSRS and write
-   through a local accumulator (or carry their elementwise consumer) placed at a sampled tile.
+   through a local accumulator (or carry their elementwise consumer) placed at a sampled tile;
+   an operand read along the tile's columns may (sampled) be packed into panels.
 3. ``AddRFactor``: a reduction over many elements into few (a row sum, a dot product) may
    (sampled) be split and ``rfactor``-ed, so its inner part becomes a vectorizable loop.
 4. ``RandomComputeLocation``: the remaining blocks with consumers move under a sampled loop.
@@ -23,6 +24,7 @@ from ..tir.schedule.policy.blocks import (ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZ
                                           is_reduction, is_reduction_block, is_spatial, loops_match_iters,
                                           tileable_loops, writes_param)
 from ..tir.schedule.policy.inline import InlinePolicy
+from ..tir.schedule.policy.pack import ANN_PACK, packable
 
 
 class ScheduleRule:
@@ -51,11 +53,14 @@ class MultiLevelTiling(ScheduleRule):
     in four by ``sample_perfect_tile``, every reduction loop in two, and the pieces reordered as
     S0 S1 R0 S2 R1 S3. Its single elementwise consumer is then moved under the S0 or S1 tile
     (sampled) with ``reverse_compute_at``; a block without one writes through a local cache
-    placed there, so the tile's accumulator is a small local array."""
+    placed there, so the tile's accumulator is a small local array. With ``pack``, it samples
+    whether an operand read along the tile's columns is copied into panels as wide as the tile
+    (``ANN_PACK``, applied by the postprocessor ``RewritePackedOperands`` once the tile sizes
+    are final)."""
 
     def __init__(self, structure: str = "SSRSRS", max_innermost_factor: int = 64,
-                 write_levels=(1, 2)):
-        self.structure = structure
+                 write_levels=(1, 2), pack: bool = True):
+        self.structure, self.pack = structure, pack
         self.max_innermost_factor = max_innermost_factor
         self.write_levels = list(write_levels)
 
@@ -80,6 +85,8 @@ class MultiLevelTiling(ScheduleRule):
             if kind == "S":
                 tile_ends.append(len(order) - 1)
         sch.reorder(*order)
+        if self.pack and packable(block) is not None:
+            sch.annotate(block_rv, ANN_PACK, sch.sample_categorical([0, 1], [1.0, 1.0]))
         level = sch.sample_categorical(self.write_levels, [1.0] * len(self.write_levels))
         at = order[tile_ends[int(level) - 1]]
         consumers = sch.get_consumers(block_rv)

@@ -23,9 +23,10 @@ from math import prod
 from ...arith import linear_form
 from ...tir.expr import Cast, Var
 from ...tir.schedule import ScheduleError
-from ...tir.schedule.policy.blocks import (ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE, is_spatial,
-                                           iter_values, loops_match_iters, writes_param)
+from ...tir.schedule.policy.blocks import (is_spatial, iter_values, loops_match_iters,
+                                           writes_param)
 from ...tir.schedule.policy.inline import InlinePolicy
+from ...tir.schedule.policy.pack import annotate, pack_panels, split_last, store_axis, strides
 from ...tir.schedule.primitives.scope import const_int
 from ...tir.stmt_functor import loads_in, uses_var
 
@@ -78,29 +79,10 @@ def matching_loops(sch, block_rv) -> tuple[list, list[int]]:
     return loops, extents
 
 
-def strides(region, var) -> list | None:
-    """Per dimension of an accessed region, the coefficient of ``var`` in its index (0 where
-    unused); None when an index is not affine in it (a division, a cast, a load)."""
-    out = []
-    for r in region.region:
-        terms = linear_form(r.min).terms.values() if const_int(r.extent) == 1 else None
-        if terms is None or any(uses_var(atom, var) for atom, _ in terms if atom is not var):
-            return None
-        out.append(sum(c for atom, c in terms if atom is var))
-    return out
-
-
 def contiguous(region, var) -> bool:
     """Consecutive values of ``var`` touch neighbouring elements (or the same one)."""
     found = strides(region, var)
     return found is not None and not any(found[:-1]) and found[-1] in (0, 1)
-
-
-def store_axis(block) -> int | None:
-    """The position of the spatial iterator that is the last index of what the block writes."""
-    last = block.writes[0].region[-1].min if block.writes[0].region else None
-    return next((n for n, iv in enumerate(block.iter_vars)
-                 if last is iv.var and iv.iter_type == "spatial"), None)
 
 
 def operands(block) -> list:
@@ -114,21 +96,6 @@ def check_direct_loads(block) -> None:
         if any(loads_in(index) for index in load.indices):
             raise Unschedulable(f"block {block.name_hint} loads {load.buffer.name} at an index "
                                 "read from memory")
-
-
-def annotate(sch, block_rv, vector: int = 0, parallel: int = 0, unroll: int = 0) -> None:
-    """Leave the tuner's annotations for RewriteParallelVectorizeUnroll."""
-    keys = (ANN_VECTORIZE, ANN_PARALLEL, ANN_UNROLL)
-    for key, value in zip(keys, (vector, parallel, unroll)):
-        if value > 1:
-            sch.annotate(block_rv, key, value)
-
-
-def split_last(sch, loops: list, extent: int, width: int) -> list:
-    """The loops with the last one split so that its inner piece has ``width`` iterations."""
-    if 1 < width < extent:
-        return loops[:-1] + list(sch.split(loops[-1], [None, width]))
-    return loops
 
 
 # -- the rules ----------------------------------------------------------------------------
@@ -352,16 +319,8 @@ def _pack(sch, block_rv, block, region, col_var, k_var, cols: int, vec: int) -> 
     if at == len(dims) - 1 and sum(s * prod(shape[d + 1:]) for d, s in enumerate(k_dims)) \
             < PACK_MIN_STRIDE:
         return
-    names = [f"d{n}" for n in range(len(dims))]
-    panel = [f"d{at} // {cols}", *[d for n, d in enumerate(names) if n != at], f"d{at} % {cols}"]
-    copy = sch.cache_read(block_rv, next(n for n, r in enumerate(block.reads) if r is region),
-                          "global")
-    sch.transform_layout(copy, ("write", 0), f"lambda {', '.join(names)}: ({', '.join(panel)})")
-    loops = sch.get_loops(copy)
-    outer, within = sch.split(loops[at], [None, cols])
-    sch.reorder(outer, *[lp for n, lp in enumerate(loops) if n != at], within)
-    split_last(sch, [within], cols, vec)
-    annotate(sch, copy, vector=vec, unroll=cols // vec)
+    pack_panels(sch, block_rv, next(n for n, r in enumerate(block.reads) if r is region), at,
+                cols, vec)
 
 
 def _unroll_inside(sch, block_rv, tile) -> int:

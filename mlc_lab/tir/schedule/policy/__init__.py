@@ -10,7 +10,9 @@ into the other.
     postproc.py   postprocessors: annotations become loop kinds, reductions are decomposed, the
                   result is verified (``meta_schedule.postproc`` is this module)
     flops.py      floating-point operations of a program (``meta_schedule.flop_counter``)
+    pack.py       an operand copied into panels as wide as a tile's columns (both decide it;
+                  the tuner's postprocessor ``RewritePackedOperands`` applies its sample)
 """
-from . import blocks, flops, inline, postproc
+from . import blocks, flops, inline, pack, postproc
 
-__all__ = ["blocks", "flops", "inline", "postproc"]
+__all__ = ["blocks", "flops", "inline", "pack", "postproc"]

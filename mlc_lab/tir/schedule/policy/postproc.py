@@ -155,4 +155,6 @@ class VerifyModule(Postproc):
 
 
 def default_postprocs() -> list:
-    return [RewriteParallelVectorizeUnroll(), RewriteReductionBlock(), VerifyModule()]
+    from .pack import RewritePackedOperands
+    return [RewritePackedOperands(), RewriteParallelVectorizeUnroll(), RewriteReductionBlock(),
+            VerifyModule()]
