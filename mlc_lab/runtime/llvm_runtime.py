@@ -205,8 +205,9 @@ class LLVMFunction:
         return sources[fmt]()
 
     def __call__(self, *args) -> None:
+        bound = {}   # the shape variables, read off the arguments' shapes as written
         if self.signature is not None:
-            bind_arguments(self.signature, self.name, args)
+            bound = bind_arguments(self.signature, self.name, args)[1]
         originals, flat_args, write_back = [], [], []
         for param, arg in zip(self.func.params, args):
             if isinstance(param, Buffer) and isinstance(arg, (np.ndarray, NDArray)):
@@ -221,7 +222,7 @@ class LLVMFunction:
                 originals.append(arg)
                 flat_args.append(arg)
         values, env = bind_arguments(self.func, self.name, flat_args)
-        shape_values = self._shape_values(values, env)
+        shape_values = self._shape_values(values, {**bound, **env})
         c_args = [v.ctypes.data if isinstance(p, Buffer) else v
                   for p, v in zip(self.func.params, values)] + shape_values
         parallel.prepare(self.num_cores)

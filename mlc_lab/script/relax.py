@@ -177,15 +177,22 @@ matmul, linear = _op.matmul, _op.linear
 permute_dims, reshape, flatten = _op.permute_dims, _op.reshape, _op.flatten
 sum, mean, max, min = _op.sum, _op.mean, _op.max, _op.min  # noqa: A001 - the script names
 exp, log, sqrt, sigmoid, tanh, negative = _op.exp, _op.log, _op.sqrt, _op.sigmoid, _op.tanh, _op.negative
+# The transformer ops (elementwise math, comparisons, masks, indexing, split/concat): same names.
+_MORE_OPS = ("arange", "astype", "broadcast_to", "concat", "cos", "equal", "erf", "expand_dims",
+             "full", "full_like", "greater", "greater_equal", "less", "less_equal", "maximum",
+             "minimum", "not_equal", "ones", "ones_like", "power", "rsqrt", "sin", "split", "square",
+             "squeeze", "strided_slice", "take", "tril", "triu", "where", "zeros", "zeros_like")
+globals().update({name: getattr(_op, name) for name in _MORE_OPS})
 
-_NN_OPS = ("relu", "softmax", "log_softmax", "conv2d", "max_pool2d", "avg_pool2d", "dense")
+_NN_OPS = ("relu", "softmax", "log_softmax", "conv2d", "max_pool2d", "avg_pool2d", "dense",
+           "layer_norm", "rms_norm", "gelu", "gelu_tanh", "silu")
 nn = types.SimpleNamespace(**{name: getattr(_op.nn, name) for name in _NN_OPS})
 
 __all__ = ["Callable", "Object", "Prim", "Shape", "Tensor", "Tuple", "add", "call_dps_packed",
            "call_packed", "call_tir", "const", "dataflow", "divide", "ewise_fma", "exp", "flatten",
            "func_attr", "function", "linear", "log", "matmul", "max", "mean", "min", "multiply",
            "negative", "nn", "output", "permute_dims", "prim_value", "reshape", "shape", "sigmoid",
-           "sqrt", "subtract", "sum", "tanh"]
+           "sqrt", "subtract", "sum", "tanh", *_MORE_OPS]
 
 # The name each function has in scripts, for error messages ("R.nn.relu() takes 1 argument").
 SCRIPT_NAMES = {getattr(nn, name): f"R.nn.{name}" for name in _NN_OPS}

@@ -10,15 +10,25 @@ PrimFunc with a block per stage. Stages are named as in TVM's operator library (
     func = te.create_prim_func([x, w, y])
 """
 from . import nn
+from .activation import gelu, gelu_tanh, silu
+from .compare import (cast, equal, greater, greater_equal, less, less_equal, not_equal, where)
 from .conv import conv2d, conv2d_nchw
-from .elemwise import (add, broadcast_shape, divide, exp, log, maximum, minimum, multiply, negative,
-                       relu, sigmoid, sqrt, subtract, tanh)
+from .elemwise import (add, broadcast_shape, cos, divide, erf, exp, log, maximum, minimum,
+                       multiply, negative, power, relu, rsqrt, sigmoid, sin, sqrt, square,
+                       subtract, tanh)
 from .manipulate import flatten, pad, permute_dims, reshape, transpose
 from .nn import dense, log_softmax, matmul, softmax
 from .pool import avg_pool2d, max_pool2d, pool2d
+from .norm import layer_norm, rms_norm
 from .reduction import max, mean, min, sum  # noqa: A004 - numpy's names
+from .transform import (arange, broadcast_to, concatenate, expand_dims, full, split, squeeze,
+                        strided_slice, take, trilu)
 
 __all__ = ["add", "avg_pool2d", "broadcast_shape", "conv2d", "conv2d_nchw", "dense", "divide",
            "exp", "flatten", "log", "log_softmax", "matmul", "max", "max_pool2d", "maximum", "mean",
            "min", "minimum", "multiply", "negative", "nn", "pad", "permute_dims", "pool2d", "relu",
-           "reshape", "sigmoid", "softmax", "sqrt", "subtract", "sum", "tanh", "transpose"]
+           "reshape", "sigmoid", "softmax", "sqrt", "subtract", "sum", "tanh", "transpose",
+           "arange", "broadcast_to", "cast", "concatenate", "cos", "equal", "erf", "expand_dims",
+           "full", "gelu", "gelu_tanh", "greater", "greater_equal", "layer_norm", "less",
+           "less_equal", "not_equal", "power", "rms_norm", "rsqrt", "silu", "sin", "split",
+           "square", "squeeze", "strided_slice", "take", "trilu", "where"]

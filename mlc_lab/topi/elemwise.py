@@ -11,7 +11,7 @@ from typing import Callable
 
 from .. import te
 from ..tir import dtype as dt
-from ..tir.expr import Div, PrimExpr, const
+from ..tir.expr import Div, PrimExpr, call_intrin, const
 from .utils import check_float, check_tensor, compute, is_one, same_dim, shape_text
 
 
@@ -146,5 +146,39 @@ def sqrt(x: te.Tensor) -> te.Tensor:
     return _unary("sqrt", x, te.sqrt)
 
 
-__all__ = ["add", "broadcast_shape", "divide", "exp", "log", "maximum", "minimum", "multiply",
-           "negative", "relu", "sigmoid", "sqrt", "subtract", "tanh"]
+def erf(x: te.Tensor) -> te.Tensor:
+    """The Gauss error function elementwise (stage "T_erf")."""
+    return _unary("erf", x, lambda v: call_intrin("erf", v))
+
+
+def rsqrt(x: te.Tensor) -> te.Tensor:
+    """``1 / sqrt(x)`` elementwise (stage "T_rsqrt")."""
+    return _unary("rsqrt", x, lambda v: call_intrin("rsqrt", v))
+
+
+def sin(x: te.Tensor) -> te.Tensor:
+    """Sine elementwise (stage "T_sin")."""
+    return _unary("sin", x, lambda v: call_intrin("sin", v))
+
+
+def cos(x: te.Tensor) -> te.Tensor:
+    """Cosine elementwise (stage "T_cos")."""
+    return _unary("cos", x, lambda v: call_intrin("cos", v))
+
+
+def square(x: te.Tensor) -> te.Tensor:
+    """``x * x`` elementwise (stage "T_square")."""
+    return _unary("square", x, lambda v: v * v, float_only=False)
+
+
+def power(lhs, rhs) -> te.Tensor:
+    """``lhs ** rhs`` elementwise with broadcasting, for floats (stage "T_power")."""
+    for operand in (lhs, rhs):
+        if isinstance(operand, te.Tensor):
+            check_float(operand, "power")
+    return _binary("power", lambda a, b: call_intrin("pow", a, b), lhs, rhs)
+
+
+__all__ = ["add", "broadcast_shape", "cos", "divide", "erf", "exp", "log", "maximum", "minimum",
+           "multiply", "negative", "power", "relu", "rsqrt", "sigmoid", "sin", "sqrt", "square",
+           "subtract", "tanh"]

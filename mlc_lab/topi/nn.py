@@ -11,6 +11,8 @@ from .. import te
 from .conv import conv2d, conv2d_nchw
 from .elemwise import broadcast_indices, broadcast_shape, relu
 from .manipulate import flatten, pad
+from .activation import gelu, gelu_tanh, silu
+from .norm import layer_norm, rms_norm
 from .pool import avg_pool2d, max_pool2d, pool2d
 from .utils import (check_float, check_operands, check_tensor, compute, normalize_axis, same_dim,
                     shape_text)
@@ -117,5 +119,6 @@ def _softmax_axis(x: te.Tensor, axis: int, op: str) -> int:
     return normalize_axis(axis, x.ndim, op, x.shape)
 
 
-__all__ = ["avg_pool2d", "conv2d", "conv2d_nchw", "dense", "flatten", "log_softmax", "matmul",
-           "max_pool2d", "pad", "pool2d", "relu", "softmax"]
+__all__ = ["avg_pool2d", "conv2d", "conv2d_nchw", "dense", "flatten", "gelu", "gelu_tanh",
+           "layer_norm", "log_softmax", "matmul", "max_pool2d", "pad", "pool2d", "relu", "rms_norm",
+           "silu", "softmax"]

@@ -1,10 +1,13 @@
-"""Elementwise binary arithmetic with numpy broadcasting: add, subtract, multiply, divide; and
-``ewise_fma`` (x1 * x2 + x3 on equal shapes), the target of the course's fusion rewrite."""
+"""Elementwise binary ops with numpy broadcasting: add, subtract, multiply, divide, power,
+maximum, minimum; comparisons (equal, not_equal, less, less_equal, greater, greater_equal) whose
+results are bool tensors; and ``ewise_fma`` (x1 * x2 + x3 on equal shapes), the target of the
+course's fusion rewrite."""
 from __future__ import annotations
 
 from ..expr import Call
 from ..struct_info import TensorStructInfo, dims_equal, shape_text
-from .infer import broadcast_shapes, check_arity, same_dtype, tensor_arg, unknown_tensor, user_name
+from .infer import (broadcast_shapes, check_arity, require_float, same_dtype, tensor_arg,
+                    unknown_tensor, user_name)
 from .registry import make_call, register_op
 
 
@@ -19,8 +22,25 @@ def _infer_broadcast(call: Call) -> TensorStructInfo:
     return TensorStructInfo(shape, dtype, max(a.ndim, b.ndim))
 
 
-for _name in ("add", "subtract", "multiply", "divide"):
-    register_op(f"relax.{_name}", _infer_broadcast)
+_ARITHMETIC = ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum")
+_COMPARISONS = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+
+
+def _infer_compare(call: Call) -> TensorStructInfo:
+    sinfo = _infer_broadcast(call)
+    return TensorStructInfo(sinfo.shape, "bool", sinfo.ndim)
+
+
+def _infer_power(call: Call) -> TensorStructInfo:
+    sinfo = _infer_broadcast(call)
+    require_float(call, "x1", sinfo)
+    return sinfo
+
+
+for _name in _ARITHMETIC:
+    register_op(f"relax.{_name}", _infer_power if _name == "power" else _infer_broadcast)
+for _name in _COMPARISONS:
+    register_op(f"relax.{_name}", _infer_compare)
 
 
 def add(x1, x2) -> Call:
@@ -41,6 +61,51 @@ def multiply(x1, x2) -> Call:
 def divide(x1, x2) -> Call:
     """``x1 / x2`` elementwise, with numpy broadcasting."""
     return make_call("relax.divide", (x1, x2))
+
+
+def power(x1, x2) -> Call:
+    """``x1 ** x2`` elementwise (float tensors), with numpy broadcasting."""
+    return make_call("relax.power", (x1, x2))
+
+
+def maximum(x1, x2) -> Call:
+    """The larger of ``x1`` and ``x2`` elementwise, with numpy broadcasting."""
+    return make_call("relax.maximum", (x1, x2))
+
+
+def minimum(x1, x2) -> Call:
+    """The smaller of ``x1`` and ``x2`` elementwise, with numpy broadcasting."""
+    return make_call("relax.minimum", (x1, x2))
+
+
+def equal(x1, x2) -> Call:
+    """``x1 == x2`` elementwise (a bool tensor), with numpy broadcasting."""
+    return make_call("relax.equal", (x1, x2))
+
+
+def not_equal(x1, x2) -> Call:
+    """``x1 != x2`` elementwise (a bool tensor), with numpy broadcasting."""
+    return make_call("relax.not_equal", (x1, x2))
+
+
+def less(x1, x2) -> Call:
+    """``x1 < x2`` elementwise (a bool tensor), with numpy broadcasting."""
+    return make_call("relax.less", (x1, x2))
+
+
+def less_equal(x1, x2) -> Call:
+    """``x1 <= x2`` elementwise (a bool tensor), with numpy broadcasting."""
+    return make_call("relax.less_equal", (x1, x2))
+
+
+def greater(x1, x2) -> Call:
+    """``x1 > x2`` elementwise (a bool tensor), with numpy broadcasting."""
+    return make_call("relax.greater", (x1, x2))
+
+
+def greater_equal(x1, x2) -> Call:
+    """``x1 >= x2`` elementwise (a bool tensor), with numpy broadcasting."""
+    return make_call("relax.greater_equal", (x1, x2))
 
 
 def _infer_fma(call: Call) -> TensorStructInfo:

@@ -125,6 +125,21 @@ def product(dims) -> object:
     return result if static == 1 else Mul(result, to_dim(static))
 
 
+def dims_differ(a, b) -> bool:
+    """True when two shape dimensions are provably different (static, or by arithmetic)."""
+    from ...arith import can_prove
+    equal = dims_equal(a, b)
+    if equal is not None:
+        return not equal
+    return can_prove(a != b)
+
+
+def dims_match(a, b) -> bool:
+    """True when two shape dimensions are provably equal (``n * 4`` and ``4 * n`` are)."""
+    from ...arith import can_prove
+    return bool(dims_equal(a, b)) or can_prove(a == b)
+
+
 def unknown_tensor(dtype: str, ndim: int = -1) -> TensorStructInfo:
     return TensorStructInfo(None, dtype, ndim)
 

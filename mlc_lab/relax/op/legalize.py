@@ -76,3 +76,5 @@ register_legalize("relax.permute_dims", _te("transpose", topi.transpose, axes=_a
 for _name in ("sum", "mean", "max", "min"):
     register_legalize(f"relax.{_name}", _te(_name, getattr(topi, _name), axis=_attr("axis"),
                                             keepdims=_attr("keepdims")))
+
+from . import legalize_transformer  # noqa: E402,F401 - registers the transformer ops' rules

@@ -1,5 +1,6 @@
 """Neural-network ops (``relax.op.nn.*``): relu, softmax, log_softmax, conv2d, max_pool2d,
-avg_pool2d, and the course-era dense. Images are NCHW and kernels OIHW."""
+avg_pool2d, and the course-era dense; layer_norm, rms_norm, gelu, gelu_tanh and silu live in
+norm.py. Images are NCHW and kernels OIHW."""
 from __future__ import annotations
 
 from typing import Optional
@@ -12,6 +13,7 @@ from ..struct_info import TensorStructInfo, dim_value, dims_equal, shape_text, t
 from .infer import (check_arity, normalize_axis, padding4, pair, require_float, same_dtype,
                      tensor_arg, unknown_tensor, user_name)
 from .linear_algebra import dense
+from .norm import gelu, gelu_tanh, layer_norm, rms_norm, silu
 from .registry import make_call, register_op
 from .unary import infer_unary
 
@@ -162,4 +164,5 @@ def avg_pool2d(data, pool_size=(1, 1), strides=(1, 1), padding=(0, 0), dilation=
     return _pool("relax.nn.avg_pool2d", data, pool_size, strides, padding, dilation, ceil_mode, layout)
 
 
-__all__ = ["avg_pool2d", "conv2d", "dense", "log_softmax", "max_pool2d", "relu", "softmax"]
+__all__ = ["avg_pool2d", "conv2d", "dense", "gelu", "gelu_tanh", "layer_norm", "log_softmax",
+           "max_pool2d", "relu", "rms_norm", "silu", "softmax"]

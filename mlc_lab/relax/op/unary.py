@@ -1,4 +1,5 @@
-"""Elementwise unary math: exp, log, sqrt, sigmoid, tanh, negative (``nn.relu`` is in nn.py)."""
+"""Elementwise unary math: exp, log, sqrt, rsqrt, sigmoid, tanh, erf, sin, cos, square, negative
+(``nn.relu`` and the activations are in nn.py)."""
 from __future__ import annotations
 
 from ..expr import Call
@@ -20,9 +21,10 @@ def infer_float_unary(call: Call) -> TensorStructInfo:
     return sinfo
 
 
-for _name in ("exp", "log", "sqrt", "sigmoid", "tanh"):
+for _name in ("exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "erf", "sin", "cos"):
     register_op(f"relax.{_name}", infer_float_unary)
 register_op("relax.negative", infer_unary)
+register_op("relax.square", infer_unary)
 
 
 def exp(x) -> Call:
@@ -53,3 +55,28 @@ def tanh(x) -> Call:
 def negative(x) -> Call:
     """``-x`` elementwise."""
     return make_call("relax.negative", (x,))
+
+
+def rsqrt(x) -> Call:
+    """``1 / sqrt(x)`` elementwise (float tensors)."""
+    return make_call("relax.rsqrt", (x,))
+
+
+def erf(x) -> Call:
+    """The Gauss error function elementwise (float tensors); the heart of GELU."""
+    return make_call("relax.erf", (x,))
+
+
+def sin(x) -> Call:
+    """Sine elementwise (float tensors)."""
+    return make_call("relax.sin", (x,))
+
+
+def cos(x) -> Call:
+    """Cosine elementwise (float tensors)."""
+    return make_call("relax.cos", (x,))
+
+
+def square(x) -> Call:
+    """``x * x`` elementwise."""
+    return make_call("relax.square", (x,))

@@ -133,7 +133,9 @@ def fuse_primitive(mod: IRModule, func: Function, name: str) -> PrimFunc:
             allocs.extend(out_buffers)
             buffers[binding.var] = out_buffers[0] if len(outs) == 1 else tuple(out_buffers)
             actual = [buffers[a] if a in buffers else _missing(name, a) for a in args] + out_buffers
-            stmt, inner_allocs = _inline(prim, value.args[0].name_hint, actual, block_names)
+            tir_vars = value.args[2].values if len(value.args) > 2 else ()
+            stmt, inner_allocs = _inline(prim, value.args[0].name_hint, actual, tir_vars,
+                                         block_names)
             allocs.extend(inner_allocs)
             stmts.append(stmt)
     result = func.body.body
@@ -165,14 +167,16 @@ def _missing(name: str, arg):
                        "values computed in the function can be fused")
 
 
-def _inline(prim: PrimFunc, prim_name: str, actual: list, block_names: set):
-    """The body of ``prim`` with its buffer parameters replaced by ``actual`` (fresh copies of its
-    loop variables, iterators and allocations), and its allocations."""
+def _inline(prim: PrimFunc, prim_name: str, actual: list, tir_vars, block_names: set):
+    """The body of ``prim`` with its buffer parameters replaced by ``actual`` and its scalar
+    parameters by ``tir_vars`` (the call's symbolic values, such as the n of ``R.full((n, n))``),
+    with fresh copies of its loop variables, iterators and allocations; and its allocations."""
     buffer_params = prim.buffer_params
-    if len(buffer_params) != len(actual) or prim.scalar_params:
+    if len(buffer_params) != len(actual) or len(prim.scalar_params) != len(tir_vars):
         raise FuseTIRError(f"FuseTIR: {prim_name} takes {len(buffer_params)} buffer(s) and "
-                           f"{len(prim.scalar_params)} scalar(s) but the call passes {len(actual)} tensors")
-    var_map: dict = {}
+                           f"{len(prim.scalar_params)} scalar(s) but the call passes {len(actual)} "
+                           f"tensor(s) and {len(tir_vars)} symbolic value(s)")
+    var_map: dict = dict(zip(prim.scalar_params, tir_vars))
     for param, arg in zip(buffer_params, actual):
         for dim, given in zip(param.shape, arg.shape):
             if isinstance(dim, TirVar) and dim not in var_map:
