@@ -196,17 +196,37 @@ def test_kernels_no_rule_handles_stay_correct_and_are_reported():
     np.testing.assert_allclose(run(ex, a, idx), 2 * a[idx])
 
 
-def test_symbolic_shapes_stay_unscheduled_and_correct():
+def test_a_symbolic_batch_is_padded_to_whole_tiles_and_any_batch_is_right():
     n = tir.Var("n", "int64")
     mod = graph([(n, 64), (64, 32), (32,)], lambda x, w, b: R.relu(R.add(R.matmul(x, w), b)))
     ex = relax.build(mod, "llvm")
-    assert default_schedule_report(ex.mod) == {
-        "fused_matmul_add_relu": "unscheduled: block T_matmul has a symbolic extent"}
+    assert default_schedule_report(ex.mod) == {"fused_matmul_add_relu": "matmul"}
+    text = ex.mod["fused_matmul_add_relu"].script()
+    # the rows are padded to a multiple of 16, so the register tile needs no guard inside it
+    assert "(n + T.int64(15)) // T.int64(16) * T.int64(16)" in text
+    assert "T.where" not in text.split('T.block("T_matmul_update")')[1].split("T.reads")[0]
+    assert "T.parallel((n + T.int64(15)) // T.int64(16) * T.int64(2))" in text   # the row tiles
+    assert "T.vectorized" in text and "T.unroll" in text
     rng = np.random.default_rng(1)
     w, b = rng.random((64, 32), dtype="float32"), rng.random(32, dtype="float32")
-    for batch in (1, 5):
+    for batch in (1, 5, 16, 17, 40):
         x = rng.random((batch, 64), dtype="float32")
         np.testing.assert_allclose(run(ex, x, w, b), np.maximum(x @ w + b, 0), rtol=1e-5)
+
+
+def test_reductions_over_a_symbolic_length_are_scheduled_and_right():
+    # attention's probs @ v reduces over the sequence; layer_norm and softmax rows are symbolic
+    n = tir.Var("n", "int64")
+    mod = graph([(1, 4, n, n), (1, 4, n, 16)], lambda p, v: R.matmul(R.nn.softmax(p), v))
+    ex = relax.build(mod, "llvm")
+    assert set(default_schedule_report(ex.mod).values()) <= {"matmul", "reduction"}
+    rng = np.random.default_rng(2)
+    for length in (1, 3, 16, 21):
+        p = rng.standard_normal((1, 4, length, length)).astype("float32")
+        v = rng.standard_normal((1, 4, length, 16)).astype("float32")
+        e = np.exp(p - p.max(-1, keepdims=True))
+        np.testing.assert_allclose(run(ex, p, v), (e / e.sum(-1, keepdims=True)) @ v, rtol=1e-4,
+                                   atol=1e-5)
 
 
 def test_a_refusing_primitive_leaves_the_kernel_as_it_was(monkeypatch):

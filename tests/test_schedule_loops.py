@@ -611,3 +611,37 @@ def test_repeated_points_says_nothing_about_an_unused_loop_of_unknown_extent():
     loops = [sch.get(lp) for lp in sch.get_loops(sch.get_block("B"))]
     assert repeated_points(realize, loops) is None            # n may be 1
     assert repeated_points(realize, loops[1:], loops[:1]) is False
+
+
+# -- symbolic extents that are multiples of the split ----------------------------------------------
+@T.prim_func
+def _padded_rows(a: T.handle, b: T.handle, c: T.handle):
+    n = T.int64()
+    C = T.match_buffer(c, (n,), "float32")   # tells the run time n
+    A = T.match_buffer(a, ((n + 15) // 16 * 16, 8), "float32")
+    B = T.match_buffer(b, ((n + 15) // 16 * 16,), "float32")
+    for i, k in T.grid((n + 15) // 16 * 16, 8):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+def test_a_symbolic_extent_that_is_a_multiple_of_the_factors_is_split_without_a_guard():
+    sch = tir.Schedule(_padded_rows)
+    i, k = sch.get_loops(sch.get_block("B"))
+    outer, inner = sch.split(i, [None, 8])
+    assert str(sch.get(outer).extent) == "(n + T.int64(15)) // T.int64(16) * T.int64(2)"
+    assert "T.where" not in sch.mod["main"].script()
+    # n itself is not a multiple of 8: its split is guarded
+    sch2 = tir.Schedule(_padded_rows)
+    sch2.split(sch2.get_loops(sch2.get_block("B"))[1], [None, 3])
+    assert "T.where" in sch2.mod["main"].script()
+    # the split loops visit each row once, so the init can move above the tile's rows
+    sch.reorder(outer, k, inner)
+    sch.decompose_reduction(sch.get_block("B"), k)
+    a = np.random.default_rng(0).random((32, 8), dtype="float32")
+    out = np.zeros(32, "float32")
+    mlc_lab.build(sch.mod, "llvm")["main"](a, out, np.zeros(20, "float32"))
+    np.testing.assert_allclose(out, a.sum(1), rtol=1e-5)

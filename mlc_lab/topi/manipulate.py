@@ -22,14 +22,20 @@ def reshape(x: te.Tensor, newshape: Sequence) -> te.Tensor:
     if len(shape) == x.ndim and all(same_dim(a, b) for a, b in zip(shape, x.shape)):
         return compute(shape, lambda *i: x[i], "T_reshape")
 
+    # Leading dimensions the two shapes share (a symbolic length n kept in front) are indexed as
+    # they are; only the rest is flattened and laid out again, so no index divides by n.
+    same = 0
+    while same < min(len(shape), x.ndim) - 1 and same_dim(shape[same], x.shape[same]):
+        same += 1
+
     def element(*indices):
         flat = const(0, "int32")
-        for index, dim in zip(indices, shape):
+        for index, dim in zip(indices[same:], shape[same:]):
             flat = flat * dim + index
-        source = []
-        for d, dim in enumerate(x.shape):
+        source = list(indices[:same])
+        for d, dim in enumerate(x.shape[same:], start=same):
             stride = product(x.shape[d + 1:])
-            index = flat // stride if d == 0 else flat // stride % dim
+            index = flat // stride if d == same else flat // stride % dim
             source.append(simplify_index(index, indices))
         return x[tuple(source)]
 

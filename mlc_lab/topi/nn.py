@@ -9,7 +9,7 @@ from typing import Optional
 
 from .. import te
 from .conv import conv2d, conv2d_nchw
-from .elemwise import broadcast_indices, broadcast_shape, relu
+from .elemwise import broadcast_indices, broadcast_shape, is_one, relu
 from .manipulate import flatten, pad
 from .activation import gelu, gelu_tanh, silu
 from .norm import layer_norm, rms_norm
@@ -67,11 +67,21 @@ def matmul(a: te.Tensor, b: te.Tensor, out_dtype: Optional[str] = None) -> te.Te
         batch_idx, rest = indices[:len(batch)], list(indices[len(batch):])
         i = [rest.pop(0)] if rows else []
         j = [rest.pop(0)] if cols else []
-        a_idx = broadcast_indices(a_batch, batch_idx) + tuple(i) + (k,)
-        b_idx = broadcast_indices(b_batch, batch_idx) + (k,) + tuple(j)
+        a_idx = _batch_indices(a_batch, batch, batch_idx) + tuple(i) + (k,)
+        b_idx = _batch_indices(b_batch, batch, batch_idx) + (k,) + tuple(j)
         return te.sum(a[a_idx].astype(out_dtype) * b[b_idx].astype(out_dtype), axis=k)
 
     return compute(tuple(batch) + tuple(rows) + tuple(cols), element, "T_matmul")
+
+
+def _batch_indices(shape, batch, batch_idx) -> tuple:
+    """An operand's batch indices: index 0 only where its dimension of 1 is broadcast (the
+    output's is larger), so a batch of one is read at its iterator, as the other dimensions are
+    (a schedule then sees every operand read at plain iterators, and can pad them)."""
+    picked = broadcast_indices(shape, batch_idx)
+    offset = len(batch) - len(shape)
+    return tuple(batch_idx[offset + d] if is_one(batch[offset + d]) else index
+                 for d, index in enumerate(picked))
 
 
 def _reduced_stage(x: te.Tensor, axis: int, name: str, fbody) -> te.Tensor:

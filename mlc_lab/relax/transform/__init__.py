@@ -13,11 +13,12 @@ from .fuse_ops import FuseOps
 from .fuse_tir import FuseTIR, FuseTIRError
 from .legalize_ops import LegalizeError, LegalizeOps
 from .pipeline import PASSES, default_pipeline
+from .quantize import QuantizeError, QuantizeWeights
 from .rewrite_dataflow_reshape import RewriteDataflowReshape
 from .static_plan_block_memory import PLAN_ATTR, StaticPlanBlockMemory, memory_stats
 
 __all__ = ["OP_PATTERN", "PASSES", "PLAN_ATTR", "AnnotateTIROpPattern", "BindParams",
            "CanonicalizeBindings", "DeadCodeElimination", "DefaultSchedule", "FoldConstant",
            "FuseOps", "FuseTIR", "FuseTIRError", "LegalizeError", "LegalizeOps",
-           "MetaScheduleApplyDatabase", "RewriteDataflowReshape", "StaticPlanBlockMemory", "analyze_op_pattern",
+           "MetaScheduleApplyDatabase", "QuantizeError", "QuantizeWeights", "RewriteDataflowReshape", "StaticPlanBlockMemory", "analyze_op_pattern",
            "default_pipeline", "default_schedule_report", "memory_stats"]

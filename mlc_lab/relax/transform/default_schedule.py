@@ -7,6 +7,9 @@ Each kernel gets the rule of its most demanding block (``default_schedule_rules`
     a reduction with data reuse      "matmul" / "conv"   register tile, packed operand,
                                                          vector columns, fused epilogue
     a reduction without reuse        "reduction"         vector outputs or rfactor
+    one row over packed int weights  "dequant_gemv"      parallel column strips, reduction
+                                                         outside the vectors (a batch-1
+                                                         quantized matmul: default_schedule_dequant)
     only spatial blocks              "elementwise"       vector inner loop
 
 First every spatial intermediate with one spatial consumer is inlined into it (a bias add into
@@ -59,10 +62,12 @@ from ...tir.schedule import Schedule, ScheduleError
 from ...tir.expr import IntImm
 from ...tir.stmt_functor import post_order_visit, uses_var
 from ...tir import dtype, stmt as S
+from .default_schedule_dequant import schedule_dequant_gemvs
 from .default_schedule_rules import (Unschedulable, contiguous, inline_elementwise,
                                      reduce, tile_reduction, vectorize_spatial, window_consumer)
 
 ATTR = "default_schedule"
+TYPICAL_LENGTH = 128   # a symbolic size, where a decision needs one (whether to run in parallel)
 
 
 class DefaultSchedule(Pass):
@@ -125,7 +130,7 @@ def default_schedule(func: PrimFunc, lanes: int = 16, cores: int = 1,
     sch = Schedule(func, debug_mask=0)
     _check_unscheduled(func)
     min_flops = parallel_flops("llvm", cores) if min_flops is None else min_flops
-    parallel = cores > 1 and estimate_flops(func) >= min_flops
+    parallel = cores > 1 and estimate_flops(func, assume=TYPICAL_LENGTH) >= min_flops
     rule = _apply_rules(sch, _lanes(func, lanes), parallel)
     RewriteParallelVectorizeUnroll().apply(sch)
     RewriteReductionBlock().apply(sch)
@@ -141,8 +146,8 @@ def _streams(block) -> bool:
     (the ``reduce`` rule), stream it; a register tile over the outputs would copy it first."""
     k = block.iter_vars[-1]
     extents = {id(iv.var): iv.dom.extent.value if isinstance(iv.dom.extent, IntImm) else None
-               for iv in block.iter_vars}
-    if k.iter_type == "spatial" or None in extents.values():
+               for iv in block.iter_vars}   # None: symbolic, taken as more than one
+    if k.iter_type == "spatial" or extents[id(k.var)] is None:
         return False
 
     def used(region):
@@ -150,7 +155,8 @@ def _streams(block) -> bool:
     operands = [r for r in block.reads if all(w.buffer is not r.buffer for w in block.writes)]
     if not operands:
         return False
-    big = max(operands, key=lambda r: math.prod(extents[id(iv.var)] for iv in used(r)))
+    big = max(operands, key=lambda r: math.prod(extents[id(iv.var)] or TYPICAL_LENGTH
+                                                for iv in used(r)))
     reads = used(big)
     return contiguous(big, k.var) and all(
         extents[id(iv.var)] == 1 for iv in block.iter_vars if iv not in reads)
@@ -161,6 +167,7 @@ def _apply_rules(sch, lanes: int, parallel: bool) -> str:
     kernel's rule is that of the first block scheduled; when none is, the first reason."""
     inline_elementwise(sch)
     reductions = [b for b in blocks(sch, "main") if is_reduction(b)]
+    decoded, reductions = schedule_dequant_gemvs(sch, reductions, lanes, parallel)   # int4/int8 GEMV
     reuse = [b for b in reductions if has_data_reuse(b) and not _streams(b)]
     # A pooling fused after a convolution (FuseOps(windows=True)) reads the bias too, which
     # counts as reuse: it goes with the convolution's tile, or else is scheduled on its own.
@@ -170,7 +177,7 @@ def _apply_rules(sch, lanes: int, parallel: bool) -> str:
     reuse = [b for b in reuse if b.name_hint not in pooled]
     if len(reuse) > 1:
         raise Unschedulable(f"{len(reuse)} reductions with data reuse in one kernel")
-    rules, reasons = [], []
+    rules, reasons = decoded, []
     for block in reuse:
         try:
             rules.append(tile_reduction(sch, sch.get_block(block.name_hint, "main"), lanes,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from math import prod
 
-from ...arith import linear_form
+from ...arith import is_multiple_of, linear_form
 from ...tir.expr import Cast, Var
 from ...tir.schedule import ScheduleError
 from ...tir.schedule.policy.blocks import (is_spatial, iter_values, loops_match_iters,
@@ -36,6 +36,9 @@ UNROLL_STEPS = 64          # innermost iterations unrolled: the tile and its red
 PACK_MIN_STRIDE = 1024     # pack an operand whose reduction steps lie this many elements apart
 CHAINS = 8                 # independent accumulators that hide a multiply-add's latency
 SPLIT_K_MIN = 64           # reduction steps worth splitting into interleaved partial sums
+SYMBOLIC_PAD = 16          # a tile pads a symbolic output size to a multiple of this ...
+SYMBOLIC_K_PAD = 4         # ... and a symbolic reduction to a multiple of the unrolled steps
+ANY_EXTENT = 1 << 30       # a parallel width that takes a loop of symbolic extent too
 
 
 class Unschedulable(Exception):
@@ -67,16 +70,53 @@ def vector_width(extent: int, lanes: int) -> int:
     return extent if extent <= 2 * lanes else width
 
 
-def matching_loops(sch, block_rv) -> tuple[list, list[int]]:
+def matching_loops(sch, block_rv, symbolic: bool = False) -> tuple[list, list]:
     """The block's loops, one per iterator in order (as legalization writes them), and their
-    constant extents."""
+    constant extents; with ``symbolic``, a symbolic extent that is provably a multiple of a
+    power of two d (at most 64) is given as a stand-in d * 67, a number larger than any tile
+    whose divisors up to 64 are those of d (so the rules split it only by what divides it), and
+    None if it has no such d."""
     loops = loops_match_iters(sch, block_rv)
     if loops is None:
         raise Unschedulable(f"the loops of block {block_rv.name} are already transformed")
     extents = [const_int(sch.get(loop).extent) for loop in loops]
-    if None in extents:
+    if None in extents and not symbolic:
         raise Unschedulable(f"block {block_rv.name} has a symbolic extent")
-    return loops, extents
+    return loops, [e if e is not None else _divisor(sch.get(loop).extent)
+                   for loop, e in zip(loops, extents)]
+
+
+def _divisor(extent) -> int | None:
+    d = next((d for d in (64, 32, 16, 8, 4, 2) if is_multiple_of(extent, d)), None)
+    return None if d is None else d * 67   # 67: a prime beyond every tile size
+
+
+def work(extents) -> int:
+    """The iterations of a nest: their product, or ANY_EXTENT when an extent is symbolic."""
+    return ANY_EXTENT if any(not isinstance(e, int) for e in extents) else prod(extents)
+
+
+def pad_symbolic(sch, block_rv) -> None:
+    """Pad a reduction's symbolic sizes (``pad_einsum``: its spatial ones to SYMBOLIC_PAD, its
+    reduction ones to SYMBOLIC_K_PAD), so that a register tile divides them and needs no guard;
+    the padded result's copy back is inlined into the block reading it, when there is one.
+    A tile over a prompt of n tokens computes at most 15 rows too many."""
+    block = sch.get(block_rv)
+    factors = [1 if const_int(iv.dom.extent) is not None
+               else SYMBOLIC_PAD if iv.iter_type == "spatial" else SYMBOLIC_K_PAD
+               for iv in block.iter_vars]
+    if factors == [1] * len(factors):
+        return
+    try:
+        sch.pad_einsum(block_rv, factors)
+    except ScheduleError as err:
+        raise Unschedulable(f"block {block.name_hint} has a symbolic size that pad_einsum cannot "
+                            f"pad: {str(err).splitlines()[0]}") from err
+    for copy in sch.get_consumers(block_rv):
+        try:
+            sch.compute_inline(copy)
+        except ScheduleError:
+            pass
 
 
 def contiguous(region, var) -> bool:
@@ -176,8 +216,14 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool, split_k: bool = Tr
     use, so that each vector loaded serves every row (a matmul's i, a convolution's output
     channel). Returns "conv" when an operand is read through a window (an index mixing output
     and reduction iterators), else "matmul"."""
+    loops, extents = matching_loops(sch, block_rv, symbolic=True)
+    padded = None in extents   # a symbolic size: as few as one row, which a panel copy would not pay for
+    if padded:
+        pad_symbolic(sch, block_rv)
+        loops, extents = matching_loops(sch, block_rv, symbolic=True)
+        if None in extents:
+            raise Unschedulable(f"block {block_rv.name} has a symbolic extent it cannot pad")
     block = sch.get(block_rv)
-    loops, extents = matching_loops(sch, block_rv)
     ivs, col = block.iter_vars, store_axis(block)
     if col is None or block.init is None:
         raise Unschedulable(f"block {block.name_hint} does not write along an output iterator "
@@ -205,7 +251,7 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool, split_k: bool = Tr
             and extents[k] >= SPLIT_K_MIN and largest_divisor(extents[k], CHAINS // chains) > 1:
         return _split_reduction(sch, block_rv, block, loops[k],
                                 largest_divisor(extents[k], CHAINS // chains), lanes, parallel)
-    for region in along if split_k else ():   # partial sums read their rows in turn: no copy
+    for region in along if split_k and not padded else ():   # partial sums read their rows in turn
         _pack(sch, block_rv, block, region, ivs[col].var, ivs[k].var, cols, vec)
 
     window = pooling[1] if pooling else {}
@@ -220,10 +266,13 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool, split_k: bool = Tr
     sch.reorder(*outer, *in_window, *[loops[n] for n in reduce_at[:-1]],
                 *split_last(sch, [loops[k]], extents[k], largest_divisor(extents[k], K_UNROLL)),
                 *row_pieces[1:], *split_last(sch, [col_inner], cols, vec))
-    tile = sch.fuse(*outer) if len(outer) > 1 else outer[0]
+    # Fused, a symbolic tile loop's iterations could not be told apart (floor divisions by
+    # symbolic sizes): such loops stay nested, the innermost carrying the tile.
+    symbolic_tile = any(const_int(sch.get(lp).extent) is None for lp in outer)
+    tile = outer[-1] if symbolic_tile else sch.fuse(*outer) if len(outer) > 1 else outer[0]
     registers = in_window[-1] if in_window else tile   # where one register tile is accumulated
     annotate(sch, block_rv, vector=vec, unroll=_unroll_inside(sch, block_rv, registers),
-             parallel=const_int(sch.get(tile).extent) if parallel else 0)
+             parallel=(const_int(sch.get(tile).extent) or ANY_EXTENT) if parallel else 0)
     epilogues = _accumulate_in_tile(sch, block_rv, block, registers)
     if col != stored:   # the accumulator tile stored with the columns last, as they are computed
         order = [f"d{n}" for n in range(len(block.writes[0].region))]
@@ -328,7 +377,7 @@ def _unroll_inside(sch, block_rv, tile) -> int:
     the vector lanes), so that the tile loop itself is never unrolled."""
     loops = sch.get_loops(block_rv)
     inside = loops[[sch.get(lp) for lp in loops].index(sch.get(tile)) + 1:-1]
-    return min(UNROLL_STEPS, prod(const_int(sch.get(lp).extent) for lp in inside))
+    return min(UNROLL_STEPS, work([const_int(sch.get(lp).extent) for lp in inside]))
 
 
 def _accumulate_in_tile(sch, block_rv, block, tile) -> list:
@@ -360,23 +409,27 @@ def reduce(sch, block_rv, lanes: int, parallel: bool) -> str:
     contiguous memory (a row sum) is split and ``rfactor``-ed into vector partial sums."""
     block = sch.get(block_rv)
     check_direct_loads(block)
-    loops, extents = matching_loops(sch, block_rv)
+    loops, extents = matching_loops(sch, block_rv, symbolic=True)
+    sizes = [const_int(sch.get(loop).extent) for loop in loops]   # None where symbolic
     ivs, reads, col = block.iter_vars, operands(block), store_axis(block)
     reduce_at = [n for n, iv in enumerate(ivs) if iv.iter_type != "spatial"]
     k = reduce_at[-1]
-    along_k = len(reduce_at) == 1 and k == len(ivs) - 1 and extents[k] % lanes == 0 \
-        and extents[k] >= 4 * lanes and all(contiguous(r, ivs[k].var) for r in reads)
-    vec = vector_width(extents[col], lanes) if col is not None else 1
+    along_k = len(reduce_at) == 1 and k == len(ivs) - 1 and sizes[k] is not None \
+        and sizes[k] % lanes == 0 and sizes[k] >= 4 * lanes \
+        and all(contiguous(r, ivs[k].var) for r in reads)
+    vec = vector_width(sizes[col], lanes) if col is not None and sizes[col] is not None else 1
     if vec > 1 and all(strides(r, ivs[col].var) is not None for r in reads) \
             and (not along_k or all(contiguous(r, ivs[col].var) for r in reads)):
         *col_outer, col_inner = split_last(sch, [loops[col]], extents[col], vec)
         spatial = [loops[n] for n in range(len(ivs)) if n != col and n not in reduce_at]
         sch.reorder(*spatial, *col_outer, *[loops[n] for n in reduce_at], col_inner)
-        annotate(sch, block_rv, vector=vec, parallel=prod(extents) if parallel else 0)
+        annotate(sch, block_rv, vector=vec, parallel=work(sizes) if parallel else 0)
     elif along_k:
         _, inner = sch.split(loops[k], [None, lanes])
         partial = sch.rfactor(inner, len(block.writes[0].buffer.shape))
-        annotate(sch, partial, vector=lanes, parallel=prod(extents) if parallel else 0)
+        annotate(sch, partial, vector=lanes, parallel=work(sizes) if parallel else 0)
+    elif None in sizes and parallel:   # over a symbolic length: its rows in parallel
+        annotate(sch, block_rv, parallel=ANY_EXTENT)
     else:
         raise Unschedulable(f"block {block.name_hint} has neither an output iterator to vectorize "
                             "nor one long reduction along contiguous memory")
@@ -388,7 +441,8 @@ def vectorize_spatial(sch, block_rv, lanes: int, parallel: bool) -> str:
     in order, becomes vectors (operands read at another constant stride are gathered)."""
     block = sch.get(block_rv)
     check_direct_loads(block)
-    loops, extents = matching_loops(sch, block_rv)
+    loops, _ = matching_loops(sch, block_rv, symbolic=True)
+    extents = [const_int(sch.get(loop).extent) for loop in loops]   # None where symbolic
     if not loops or store_axis(block) != len(loops) - 1:
         raise Unschedulable(f"block {block.name_hint} does not write in the order of its loops")
     inner = block.iter_vars[-1].var
@@ -396,9 +450,10 @@ def vectorize_spatial(sch, block_rv, lanes: int, parallel: bool) -> str:
         if strides(region, inner) is None:
             raise Unschedulable(f"block {block.name_hint} reads {region.buffer.name} at an index "
                                 f"that is not affine in {inner.name}")
-    vec = vector_width(extents[-1], lanes)
+    vec = vector_width(extents[-1], lanes) if extents[-1] is not None else 1
     if vec == 1 and not parallel:
-        raise Unschedulable(f"block {block.name_hint}: no vector width divides {extents[-1]}")
+        raise Unschedulable(f"block {block.name_hint}: no vector width divides "
+                            f"{extents[-1] if extents[-1] is not None else 'its symbolic extent'}")
     split_last(sch, loops, extents[-1], vec)
-    annotate(sch, block_rv, vector=vec, parallel=prod(extents) if parallel else 0)
+    annotate(sch, block_rv, vector=vec, parallel=work(extents) if parallel else 0)
     return "elementwise"

@@ -12,9 +12,10 @@ from ..primitives.scope import const_int
 _ARITH = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max, E.FloorDiv, E.Mod, E.FloorMod)
 
 
-def estimate_flops(mod_or_func) -> float:
-    """Floating-point operations of every PrimFunc in a module (or of one PrimFunc); 0 when a
-    block has a symbolic iteration domain."""
+def estimate_flops(mod_or_func, assume: int | None = None) -> float:
+    """Floating-point operations of every PrimFunc in a module (or of one PrimFunc); a block
+    with a symbolic iteration domain counts 0, or, with ``assume``, as if every symbolic size
+    were ``assume`` (a representative length, for decisions that need a size)."""
     if isinstance(mod_or_func, PrimFunc):
         funcs = [mod_or_func]
     elif isinstance(mod_or_func, IRModule):
@@ -22,20 +23,22 @@ def estimate_flops(mod_or_func) -> float:
     else:
         raise TypeError(f"estimate_flops expects an IRModule or a PrimFunc, got "
                         f"{type(mod_or_func).__name__}")
-    counter = _BlockFlops()
+    counter = _BlockFlops(assume)
     for func in funcs:
         counter.visit(func.body)
     return float(counter.total)
 
 
 class _BlockFlops(StmtExprVisitor):
-    def __init__(self):
-        self.total = 0
+    def __init__(self, assume: int | None = None):
+        self.total, self.assume = 0, assume
 
     def visit_Block(self, block):
         iterations = 1
         for iv in block.iter_vars:
             extent = const_int(iv.dom.extent)
+            if extent is None and self.assume is not None:
+                extent = _evaluate(iv.dom.extent, self.assume)
             if extent is None:
                 return
             iterations *= extent
@@ -60,3 +63,13 @@ class _FloatOps(StmtExprVisitor):
         elif isinstance(node, E.Call) and "float" in node.dtype:
             self.count += 1
         self.generic_visit(node)
+
+
+def _evaluate(expr, value: int) -> int | None:
+    """``expr`` with every variable set to ``value``, when that makes it a constant."""
+    from ....arith import simplify
+    from ...stmt_functor import substitute, free_vars
+    try:
+        return const_int(simplify(substitute(expr, {v: E.const(value, v.dtype) for v in free_vars(expr)})))
+    except (TypeError, ValueError):
+        return None

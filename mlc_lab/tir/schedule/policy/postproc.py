@@ -84,17 +84,21 @@ class RewriteParallelVectorizeUnroll(Postproc):
     @staticmethod
     def _parallel(sch, block_rv, max_extent: int) -> None:
         loops = sch.get_loops(block_rv)
-        chosen, product = [], 1
+        chosen, product, symbolic = [], 1, False
         for loop in loops:
             node = sch.get(loop)
             extent = const_int(node.extent)
-            if node.kind != "serial" or extent is None or not feeds_only_spatial(node):
+            if node.kind != "serial" or not feeds_only_spatial(node):
+                break
+            if extent is None:   # a symbolic extent: parallel, after unit loops only (alone:
+                symbolic = product == 1   # fused with them, its bindings would not be affine)
+                chosen = [loop] if symbolic else chosen
                 break
             if chosen and product * extent > max_extent:
                 break
             chosen.append(loop)
             product *= extent
-        if not chosen or product == 1:
+        if not chosen or (product == 1 and not symbolic):
             return
         try:
             sch.parallel(sch.fuse(*chosen) if len(chosen) > 1 else chosen[0])

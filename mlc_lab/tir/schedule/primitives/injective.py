@@ -173,12 +173,11 @@ def _affine_injective(realize, loops) -> bool:
             digits_of.setdefault(loop_id, []).append((d, m))
             size = _digit_size(digit, ours)
             terms.append((abs(coef), size))
-        if any(size is None for _, size in terms) and len(terms) > 1:
-            return False   # a symbolic extent is only proven alone in its binding
         span = 0
-        for coef, size in sorted((t for t in terms if t[1] != 1), key=lambda t: t[0]):
-            if coef <= span:
-                return False
+        ordered = sorted((t for t in terms if t[1] != 1), key=lambda t: t[0])
+        for n, (coef, size) in enumerate(ordered):
+            if coef <= span or (size is None and n != len(ordered) - 1):
+                return False   # a digit of symbolic size only as the binding's highest one
             span += coef * ((size or 1) - 1)
     for lp in loops:
         extent = const_int(lp.extent)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from functools import reduce
 
+from ....arith import is_multiple_of
 from ...linear_index import can_prove, simplify
 from .. import errors
 from ... import expr as E
@@ -72,7 +73,10 @@ class LoopPrimitives:
         known = reduce(lambda a, b: a * b, [v for v in values if v is not None], 1)
         name = node.loop_var.name
         dtype = node.loop_var.dtype
-        if None in values:
+        divides = extent is None and None in values and is_multiple_of(node.extent, known)
+        if divides:   # a symbolic extent that is a multiple of the others: no overshoot
+            values[values.index(None)] = simplify(E.FloorDiv(node.extent, E.const(known, dtype)))
+        elif None in values:
             inferred = (-(-extent // known) if extent is not None
                         else simplify(E.FloorDiv(node.extent + E.const(known - 1, dtype), E.const(known, dtype))))
             values[values.index(None)] = inferred
@@ -87,7 +91,7 @@ class LoopPrimitives:
                 "split", f"the factors {values} multiply to {known} but loop {name} has extent "
                 f"{extent}; make them multiply to at least {extent} or use None for one factor",
                 func, [node])
-        exact = extent is not None and reduce(lambda a, b: a * b, values, 1) == extent
+        exact = divides or extent is not None and reduce(lambda a, b: a * b, values, 1) == extent
         extents = [E.const(f, dtype) if isinstance(f, int) else f for f in values]
         new_vars = [E.Var(f"{name}_{k}", dtype) for k in range(len(values))]
         fused_index, stride = None, E.const(1, dtype)
