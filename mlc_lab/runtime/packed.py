@@ -7,6 +7,8 @@ them at run time (``R.call_dps_packed("env.linear", ...)``).
 
     mlc_lab.get_global_func("env.linear")
 
+``register_global_func`` is the same function under the reference compiler's current name.
+
 A torch function can work on the same memory without copying:
 ``torch.from_dlpack(x.numpy_view())`` views an NDArray as a tensor.
 """
@@ -28,6 +30,10 @@ def register_func(func_name, f: Optional[Callable] = None, override: bool = Fals
     if f is not None:
         return _register(func_name, f, override)
     return lambda func: _register(func_name, func, override)
+
+
+# The reference compiler's current name: the same registry, decorator and override forms.
+register_global_func = register_func
 
 
 def _register(name: str, func: Callable, override: bool) -> Callable:
@@ -65,4 +71,8 @@ def remove_global_func(name: str) -> None:
     del _REGISTRY[name]
 
 
-__all__ = ["get_global_func", "list_global_func_names", "register_func", "remove_global_func"]
+__all__ = ["get_global_func", "list_global_func_names", "register_func", "register_global_func",
+           "remove_global_func"]
+
+# The run-time builtins that compiled functions call by name (``vm.builtin.*``) register here.
+from . import kv_cache  # noqa: E402,F401

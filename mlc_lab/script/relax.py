@@ -172,6 +172,14 @@ def call_packed(func: str, *args, sinfo_args=(), **attrs):
     return _Call(_ExternFunc(func), args, attrs, sinfo, result)
 
 
+def call_pure_packed(func: str, *args, sinfo_args=(), **attrs):
+    """``R.call_pure_packed("vm.builtin.attention_kv_cache_view", cache, shape,
+    sinfo_args=R.Tensor((n, 4, 16), "float32"))``: a run-time function whose result depends
+    only on its arguments. It is the same call as ``R.call_packed`` here (no pass moves or
+    drops a call of a run-time function by its purity), and prints as one."""
+    return call_packed(func, *args, sinfo_args=sinfo_args, **attrs)
+
+
 add, subtract, multiply, divide, ewise_fma = _op.add, _op.subtract, _op.multiply, _op.divide, _op.ewise_fma
 matmul, linear = _op.matmul, _op.linear
 permute_dims, reshape, flatten = _op.permute_dims, _op.reshape, _op.flatten
@@ -189,7 +197,8 @@ _NN_OPS = ("relu", "softmax", "log_softmax", "conv2d", "max_pool2d", "avg_pool2d
 nn = types.SimpleNamespace(**{name: getattr(_op.nn, name) for name in _NN_OPS})
 
 __all__ = ["Callable", "Object", "Prim", "Shape", "Tensor", "Tuple", "add", "call_dps_packed",
-           "call_packed", "call_tir", "const", "dataflow", "divide", "ewise_fma", "exp", "flatten",
+           "call_packed", "call_pure_packed", "call_tir", "const", "dataflow", "divide",
+           "ewise_fma", "exp", "flatten",
            "func_attr", "function", "linear", "log", "matmul", "max", "mean", "min", "multiply",
            "negative", "nn", "output", "permute_dims", "prim_value", "reshape", "shape", "sigmoid",
            "sqrt", "subtract", "sum", "tanh", *_MORE_OPS]
