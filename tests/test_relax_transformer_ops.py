@@ -354,3 +354,25 @@ def test_a_mask_made_from_a_symbolic_size_fuses_with_what_reads_it():
         want = np.exp(scores - scores.max(1, keepdims=True))
         np.testing.assert_allclose(vm["main"](data).numpy(), want / want.sum(1, keepdims=True),
                                    rtol=1e-5, atol=1e-6)
+
+
+@I.ir_module
+class PositionFromShape:
+    @RS.function
+    def main(x: RS.Tensor((1,), "float32"), total: RS.Shape(["m"])):
+        m = T.int64()
+        with RS.dataflow():
+            y = RS.multiply(RS.astype(RS.arange(m - 1, m), "float32"), x)
+            RS.output(y)
+        return y
+
+
+def test_a_size_known_only_from_a_shape_argument_reaches_the_fused_kernel():
+    # no tensor has m in its shape: the fused kernel takes m as a scalar, passed by the call
+    ex = relax.build(PositionFromShape, "llvm")
+    (name,) = [gv.name_hint for gv in ex.mod.functions if gv.name_hint != "main"]
+    assert [p.name for p in ex.mod[name].scalar_params] == ["m"]
+    assert "tir_vars=R.shape([m])" in ex.mod["main"].script()
+    vm = relax.VirtualMachine(ex, mlc_lab.cpu())
+    for m in (1, 5, 9):
+        np.testing.assert_allclose(vm["main"](np.array([2.0], "float32"), (m,)).numpy(), [2.0 * (m - 1)])

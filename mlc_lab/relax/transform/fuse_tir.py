@@ -41,8 +41,9 @@ from ...tir.functor import StmtExprMutator, StmtExprVisitor
 from ...tir.schedule import Schedule
 from ...tir.schedule.policy.inline import InlinePolicy
 from ...tir.stmt import Block, BlockRealize, For, IterVar, seq
+from ...tir.stmt_functor import free_vars
 from ..analysis import References, is_call_tir
-from ..expr import Call, Function, Tuple, TupleGetItem, Var
+from ..expr import Call, Function, ShapeExpr, Tuple, TupleGetItem, Var
 from ..functor import ExprMutator
 from ..op.call import call_tir
 from ..struct_info import TensorStructInfo, TupleStructInfo
@@ -149,8 +150,16 @@ def fuse_primitive(mod: IRModule, func: Function, name: str) -> PrimFunc:
     allocs = [b for b in allocs if all(b is not o for o in outputs)]
     root = Block("root", (), (), (), seq(*stmts), alloc_buffers=tuple(allocs))
     attrs = (("global_symbol", name), ("tir.noalias", True))
-    return inline_intermediates(PrimFunc(tuple(params + outputs),
-                                         BlockRealize((), IntImm("bool", 1), root), attrs))
+    body = BlockRealize((), IntImm("bool", 1), root)
+    return inline_intermediates(PrimFunc(tuple(params + outputs + _free_sizes(body, params + outputs)),
+                                         body, attrs))
+
+
+def _free_sizes(body, buffers) -> list:
+    """The symbolic sizes ``body`` uses that no buffer's shape gives (``m - 1`` of an
+    ``R.arange`` when only a shape argument holds m): the fused kernel takes them as scalars."""
+    known = {id(v) for b in buffers for dim in b.shape for v in free_vars(dim)}
+    return [v for v in free_vars(body, buffer_shapes=True) if id(v) not in known]
 
 
 def inline_intermediates(func: PrimFunc) -> PrimFunc:
@@ -203,7 +212,9 @@ class _CallRewriter(ExprMutator):
         if isinstance(call.op, GlobalVar) and call.op in self.fused:
             sinfo = call.struct_info
             out = list(sinfo.elements) if isinstance(sinfo, TupleStructInfo) else sinfo
-            return call_tir(self.fused[call.op], list(call.args), out)
+            scalars = self.builder_.get()[call.op].scalar_params
+            return call_tir(self.fused[call.op], list(call.args), out,
+                            tir_vars=ShapeExpr(scalars) if scalars else None)
         return call
 
 
