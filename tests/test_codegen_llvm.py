@@ -760,3 +760,30 @@ def test_code_built_without_num_cores_runs_on_omp_num_threads():
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                           timeout=120, cwd=os.path.dirname(os.path.dirname(__file__)))
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
+
+
+@T.prim_func
+def _exp_vectors(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32")):
+    for i0 in range(64):
+        for i1 in T.vectorized(16):
+            with T.block("B"):
+                vi = T.axis.spatial(1024, i0 * 16 + i1)
+                B[vi] = T.exp(A[vi])
+
+
+def test_vector_exp_is_computed_in_vectors_within_one_ulp():
+    lib = mlc_lab.build(_exp_vectors, "llvm")
+    # no scalar expf per lane: LLVM has no vector exp to call on x86
+    assert "expf" not in lib.get_source("asm") and "llvm.exp" not in lib.get_source("ll")
+    rng = np.random.default_rng(3)
+    specials = [np.inf, -np.inf, np.nan, 0.0, -0.0, 88.7, 88.72, 88.8, -87.0, -88.5, -1e9, 1e-30]
+    a = np.concatenate([rng.uniform(-87, 88, 1000), specials, np.zeros(12)]).astype("float32")
+    b = np.empty_like(a)
+    lib["_exp_vectors"](a, b)
+    with np.errstate(over="ignore"):
+        want = np.exp(a.astype("float64")).astype("float32")
+    normal = np.isfinite(want) & (want >= np.finfo("float32").tiny)
+    ulps = np.abs(b[normal].astype("float64") - want[normal]) / np.spacing(want[normal])
+    assert ulps.max() <= 1.0
+    assert b[1000] == np.inf and b[1001] == 0 and np.isnan(b[1002]) and b[1003] == b[1004] == 1
+    assert b[1007] == np.inf and b[1009] == 0 and b[1010] == 0   # overflow; below float32's range

@@ -122,7 +122,7 @@ def pad_symbolic(sch, block_rv) -> None:
 def contiguous(region, var) -> bool:
     """Consecutive values of ``var`` touch neighbouring elements (or the same one)."""
     found = strides(region, var)
-    return found is not None and not any(found[:-1]) and found[-1] in (0, 1)
+    return found is not None and (not found or not any(found[:-1]) and found[-1] in (0, 1))
 
 
 def operands(block) -> list:
