@@ -185,3 +185,36 @@ def test_the_default_schedule_is_always_retimed_and_can_win(tmp_path):
     assert retimed[-1].trace == default.trace
     assert [len(r.run_secs) for r in retimed] == [RETIMED_ROUNDS] * 4
     assert database.best(mod, "llvm").trace == default.trace
+
+
+class _CloseRunner(_ScriptedRunner):
+    """Re-timed, every other schedule is ``gain`` faster than the default."""
+
+    def __init__(self, gain):
+        super().__init__()
+        self.gain = gain
+
+    def run(self, target, mods, workload=None):
+        from mlc_lab.ir import structural_equal
+        from mlc_lab.meta_schedule.runner import RunResult
+        self.calls += 1
+        if self.calls == 1:
+            self.default = mods[0]
+            return [RunResult([1.0])]
+        retiming = self.calls > 2
+        return [RunResult([1.0 if retiming and structural_equal(mod, self.default)
+                           else (1.0 - self.gain) if retiming else 0.5 + 0.01 * k])
+                for k, mod in enumerate(mods)]
+
+
+@pytest.mark.parametrize("gain, keeps_default", [(0.02, True), (0.2, False)])
+def test_a_tuned_schedule_replaces_the_default_only_when_clearly_faster(tmp_path, gain, keeps_default):
+    from mlc_lab.meta_schedule.database import MARGIN
+    from mlc_lab.testing import matmul_schedules as mm
+    assert (gain < MARGIN) == keeps_default
+    mod = mm.naive(64)
+    database = ms.tune_tir(mod, "llvm", max_trials_global=9, num_trials_per_iter=8,
+                           work_dir=str(tmp_path), seed=0, quiet=True, baseline=True,
+                           runner=_CloseRunner(gain))
+    default = next(r for r in database.records(mod, "llvm") if r.search == "default schedule")
+    assert (database.best(mod, "llvm").trace == default.trace) == keeps_default

@@ -19,7 +19,7 @@ from ..tir.schedule.trace import Trace, TraceError
 from ..tir.verify import VerifyError
 from .config import TuneConfig
 from .cost_model import LearnedModel, create_cost_model
-from .database import RETIMED, JSONDatabase, TuningRecord
+from .database import DEFAULT_SEARCH, RETIMED, JSONDatabase, TuningRecord
 from ..tir.schedule.policy.flops import estimate_flops
 from .runner import LocalRunner, Workload
 from .progress import TuningProgress
@@ -35,7 +35,6 @@ COST_MODEL_FILE = "cost_model.json"
 RETIMED_TOP_K = 3
 RETIMED_ROUNDS = 2     # interleaved rounds of those final re-timings
 # The search label of the default schedule measured first with ``baseline=True``.
-DEFAULT_SEARCH = "default schedule"
 
 
 def as_module(mod) -> IRModule:
