@@ -787,3 +787,28 @@ def test_vector_exp_is_computed_in_vectors_within_one_ulp():
     assert ulps.max() <= 1.0
     assert b[1000] == np.inf and b[1001] == 0 and np.isnan(b[1002]) and b[1003] == b[1004] == 1
     assert b[1007] == np.inf and b[1009] == 0 and b[1010] == 0   # overflow; below float32's range
+
+
+@T.prim_func
+def _tanh_vectors(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32")):
+    for i0 in range(64):
+        for i1 in T.vectorized(16):
+            with T.block("B"):
+                vi = T.axis.spatial(1024, i0 * 16 + i1)
+                B[vi] = T.tanh(A[vi])
+
+
+def test_vector_tanh_is_computed_in_vectors_within_two_ulp():
+    lib = mlc_lab.build(_tanh_vectors, "llvm")
+    assert "tanhf" not in lib.get_source("asm")
+    rng = np.random.default_rng(4)
+    specials = [np.inf, -np.inf, np.nan, 0.0, -0.0, 0.62, 0.63, -0.63, 44.5, -50.0, 1e-20, -1e-7]
+    a = np.concatenate([rng.uniform(-9, 9, 700), rng.uniform(-0.7, 0.7, 300), specials,
+                        np.zeros(12)]).astype("float32")
+    b = np.empty_like(a)
+    lib["_tanh_vectors"](a, b)
+    want = np.tanh(a.astype("float64"))
+    finite = np.isfinite(want) & (want != 0)
+    ulps = np.abs(b[finite] - want[finite]) / np.spacing(np.abs(want[finite]).astype("float32"))
+    assert ulps.max() <= 2.0
+    assert list(b[1000:1002]) == [1.0, -1.0] and np.isnan(b[1002]) and b[1008] == 1.0 and b[1009] == -1.0

@@ -13,7 +13,7 @@ import llvmlite.ir as ir
 
 from ..tir import dtype as dt
 from ..tir import expr as E
-from .llvm_vmath import exp_f32
+from .llvm_vmath import exp_f32, tanh_f32
 from ..tir.buffer import BUFFER_DATA
 from ..tir.extern import extern_math
 from .llvm_extern import POINTER_BUILTINS, ExternCalls
@@ -358,9 +358,10 @@ class ExprEmitter(ExternCalls):
         typ = args[0].type
         if op == "abs":
             op = "fabs"
-        if op == "exp" and isinstance(typ, ir.VectorType) and str(typ.element) == "float":
-            return exp_f32(b, args[0], lambda v: self.math("floor", [v], dtype),
-                           ("fast",) if self.options["fast-math"] else ("contract",))
+        if op in ("exp", "tanh") and isinstance(typ, ir.VectorType) and str(typ.element) == "float":
+            vector_math = exp_f32 if op == "exp" else tanh_f32
+            return vector_math(b, args[0], lambda v: self.math("floor", [v], dtype),
+                               ("fast",) if self.options["fast-math"] else ("contract",))
         if op in _LLVM_MATH:
             fn = self.codegen.extern(f"llvm.{_LLVM_MATH[op]}.{_mangle(typ)}", typ, [typ] * len(args))
             return b.call(fn, args)

@@ -1,4 +1,4 @@
-"""Vector math the CPU has no instruction for, written out in LLVM IR.
+"""Vector math the CPU has no instruction for, written out in LLVM IR: exp and tanh of float32.
 
 LLVM's ``llvm.exp.v16f32`` has no vector library behind it on x86: it becomes sixteen calls of
 the scalar ``expf``, so a vectorized softmax or GELU runs at the speed of scalar code (slower
@@ -61,3 +61,33 @@ def exp_f32(builder: ir.IRBuilder, x, floor, flags=("contract",)):
     result = arith("fmul", e, scale)
     result = builder.select(builder.fcmp_ordered(">", x, splat(OVERFLOW)), splat(float("inf")), result)
     return builder.select(builder.fcmp_unordered("uno", x, x), x, result)
+
+
+TANH_POLY = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+             -3.33332819422e-1)
+
+
+def tanh_f32(builder: ir.IRBuilder, x, floor, flags=("contract",)):
+    """tanh of a float32 vector, as Cephes' tanhf: ``x + x^3 P(x^2)`` where |x| < 0.625, else
+    ``1 - 2 / (exp(2|x|) + 1)`` with the sign of x (within 2 ulp; +-1 beyond |x| = 44)."""
+    typ = x.type
+    lanes = typ.count
+
+    def splat(value):
+        return ir.Constant(typ, [ir.Constant(ir.FloatType(), value)] * lanes)
+
+    def arith(op, a, b):
+        instr = getattr(builder, op)(a, b)
+        instr.flags.extend(flags)
+        return instr
+
+    magnitude = builder.select(builder.fcmp_ordered("<", x, splat(0.0)), builder.fneg(x), x)
+    s = exp_f32(builder, arith("fmul", magnitude, splat(2.0)), floor, flags)
+    far = arith("fsub", splat(1.0), arith("fdiv", splat(2.0), arith("fadd", s, splat(1.0))))
+    far = builder.select(builder.fcmp_ordered("<", x, splat(0.0)), builder.fneg(far), far)
+    z = arith("fmul", x, x)
+    p = splat(TANH_POLY[0])
+    for coefficient in TANH_POLY[1:]:
+        p = arith("fadd", arith("fmul", p, z), splat(coefficient))
+    near = arith("fadd", arith("fmul", arith("fmul", p, z), x), x)
+    return builder.select(builder.fcmp_ordered("<", magnitude, splat(0.625)), near, far)
