@@ -367,3 +367,35 @@ def test_runner_measures_in_process_where_no_process_may_start(monkeypatch, tmp_
                                quiet=True)
     sch = ms.tir_integration.compile_tir(database, Matmul, TARGET)
     assert sch is not None and sch.trace.as_json()
+
+
+@T.prim_func
+def _rows_by_weights(a: T.handle, B: T.Buffer((16, 16), "float32"), c: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (n, 16), "float32")
+    C = T.match_buffer(c, (n, 16), "float32")
+    for i, j, k in T.grid(n, 16, 16):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+def test_a_kernel_over_a_symbolic_length_is_tuned_and_runs_for_any_length(tmp_path, runner):
+    from mlc_lab.tir.schedule.policy.flops import TYPICAL_LENGTH
+    mod = mlc_lab.IRModule({"main": _rows_by_weights})
+    database = ms.tune_tir(mod, "llvm", max_trials_global=4, num_trials_per_iter=4,
+                           work_dir=str(tmp_path), seed=3, quiet=True, runner=runner)
+    records = database.records(mod, "llvm")
+    assert len(records) == 4 and all(r.error is None for r in records)
+    best = ms.tir_integration.compile_tir(database, mod, "llvm")
+    text = best.mod["main"].script()
+    assert "(n + T.int64(15)) // T.int64(16) * T.int64(16)" in text   # padded to whole tiles
+    lib = mlc_lab.build(best.mod, "llvm")
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((16, 16)).astype("float32")
+    for n in (1, 17, TYPICAL_LENGTH + 3):
+        a, c = rng.standard_normal((n, 16)).astype("float32"), np.zeros((n, 16), "float32")
+        lib["main"](a, w, c)
+        np.testing.assert_allclose(c, a @ w, rtol=1e-4, atol=1e-4)

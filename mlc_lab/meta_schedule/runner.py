@@ -45,6 +45,7 @@ from ..ir import structural_hash
 from .measure_stats import MeasureStats
 from ..tir.buffer import Buffer
 from ..tir.schedule import numerics
+from ..tir.schedule.policy.flops import TYPICAL_LENGTH
 
 
 @dataclass
@@ -97,8 +98,10 @@ class Reference:
 
     @staticmethod
     def of(mod, func_name: str, seed: int = 0) -> "Reference":
+        """A symbolic size is measured at TYPICAL_LENGTH (a kernel over a sequence length is
+        tuned for sequences of that length; its schedule runs for any)."""
         func = mod[func_name]
-        args = numerics.random_arguments(func, seed=seed)
+        args = numerics.random_arguments(func, seed=seed, symbolic_size=TYPICAL_LENGTH)
         expected = numerics.run(func, args)
         mask = [isinstance(p, Buffer) for p in func.params]
         return Reference(func_name, args, expected, mask)

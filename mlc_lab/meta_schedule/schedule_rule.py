@@ -69,14 +69,18 @@ class MultiLevelTiling(ScheduleRule):
         loops = tileable_loops(sch, block_rv)
         if loops is None:
             return
+        if any(const_int(sch.get(loop).extent) is None for loop in loops):
+            loops = _pad_symbolic(sch, block_rv)
+            if loops is None:
+                return
+            block = sch.get(block_rv)
         n_spatial = self.structure.count("S")
         n_reduce = self.structure.count("R")
         groups = {"S": [[] for _ in range(n_spatial)], "R": [[] for _ in range(n_reduce)]}
         for loop, iv in zip(loops, block.iter_vars):
             kind = "S" if iv.iter_type == "spatial" else "R"
             n = n_spatial if kind == "S" else n_reduce
-            tiles = sch.sample_perfect_tile(loop, n=n, max_innermost_factor=self.max_innermost_factor)
-            for level, piece in enumerate(sch.split(loop, factors=tiles)):
+            for level, piece in enumerate(self._tile(sch, loop, n, kind)):
                 groups[kind][level].append(piece)
         order, tile_ends, seen = [], [], {"S": 0, "R": 0}
         for kind in self.structure:
@@ -98,6 +102,34 @@ class MultiLevelTiling(ScheduleRule):
                 pass
         cache = sch.cache_write(block_rv, 0, "local")
         sch.reverse_compute_at(cache, at, preserve_unit_loops=True)
+
+
+    def _tile(self, sch, loop, n: int, kind: str) -> list:
+        """``n`` pieces of ``loop``: a perfect tiling sampled for a constant extent; for a
+        symbolic one (padded to a multiple of SYMBOLIC_PAD), the outermost piece takes the
+        symbolic part and the others a sampled tiling of the multiple."""
+        if const_int(sch.get(loop).extent) is not None:
+            tiles = sch.sample_perfect_tile(loop, n=n, max_innermost_factor=self.max_innermost_factor)
+            return list(sch.split(loop, factors=tiles))
+        outer, inner = sch.split(loop, [None, SYMBOLIC_PAD[kind]])
+        tiles = sch.sample_perfect_tile(inner, n=n - 1, max_innermost_factor=self.max_innermost_factor)
+        return [outer, *sch.split(inner, factors=tiles)] if n > 2 else [outer, inner]
+
+
+SYMBOLIC_PAD = {"S": 16, "R": 4}   # a symbolic extent is padded to a multiple of this to be tiled
+
+
+def _pad_symbolic(sch, block_rv) -> list | None:
+    """Pad the block's symbolic extents (``pad_einsum``) to multiples of SYMBOLIC_PAD, so that
+    tiles divide them; the padded loops, or None where the block cannot be padded."""
+    block = sch.get(block_rv)
+    factors = [1 if const_int(iv.dom.extent) is not None
+               else SYMBOLIC_PAD["S" if iv.iter_type == "spatial" else "R"] for iv in block.iter_vars]
+    try:
+        sch.pad_einsum(block_rv, factors)
+    except ScheduleError:
+        return None
+    return tileable_loops(sch, block_rv)
 
 
 class AddRFactor(ScheduleRule):

@@ -54,7 +54,7 @@ from ...ir.transform import Pass, PassInfo
 from ...runtime.parallel import default_threads
 from ...target import Target, get_backend
 from ...tir.schedule.policy.blocks import has_data_reuse, is_reduction, is_spatial
-from ...tir.schedule.policy.flops import estimate_flops
+from ...tir.schedule.policy.flops import TYPICAL_LENGTH, estimate_flops
 from ...tir.schedule.policy.postproc import (RewriteParallelVectorizeUnroll, RewriteReductionBlock, VerifyModule,
                                              blocks)
 from ...tir.function import PrimFunc
@@ -67,7 +67,6 @@ from .default_schedule_rules import (Unschedulable, contiguous, inline_elementwi
                                      reduce, tile_reduction, vectorize_spatial, window_consumer)
 
 ATTR = "default_schedule"
-TYPICAL_LENGTH = 128   # a symbolic size, where a decision needs one (whether to run in parallel)
 
 
 class DefaultSchedule(Pass):

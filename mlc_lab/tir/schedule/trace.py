@@ -435,8 +435,8 @@ def _instruction_from_json(d, index: int, defined: dict) -> Instruction:
 
 
 def _bind_outputs(old, new, rv_map):
-    if new is None:
-        return
+    if new is None or (isinstance(old, list) and not old):
+        return   # nothing was recorded to bind (sample_compute_location drew the root then)
     if isinstance(old, list) and not isinstance(new, (list, tuple)) and len(old) == 1:
         old = old[0]
     if isinstance(old, list):

@@ -12,6 +12,9 @@ from ..primitives.scope import const_int
 _ARITH = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max, E.FloorDiv, E.Mod, E.FloorMod)
 
 
+TYPICAL_LENGTH = 128   # a symbolic size, where a decision needs one: to run in parallel, to measure
+
+
 def estimate_flops(mod_or_func, assume: int | None = None) -> float:
     """Floating-point operations of every PrimFunc in a module (or of one PrimFunc); a block
     with a symbolic iteration domain counts 0, or, with ``assume``, as if every symbolic size
