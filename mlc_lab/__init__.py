@@ -5,11 +5,12 @@ from . import arith, frontend, ir, relax, runtime, te, tir, topi
 from . import script  # installs the printer that every IR node prints through (see ir.node)
 from . import meta_schedule, viz  # the top layers: they provide services to lower ones (ir.hooks)
 from .driver import build
+from .compiler import compile  # noqa: A004  (tvm.compile: PrimFuncs -> build, graphs -> relax.build)
 from .ir import IRModule, TVMError, transform
 from .runtime import ndarray as nd
 from .runtime.device import Device, cpu, cuda
 from .runtime.device import device
-from .runtime.packed import get_global_func, register_func
+from .runtime.packed import get_global_func, register_func, register_global_func
 from .tir.transform import lower
 
 # `from mlc_lab.transform import PassContext` works as with the course's `tvm.transform`.
@@ -21,6 +22,9 @@ __all__ = ["arith", "frontend", "ir", "meta_schedule", "relax", "runtime", "scri
            "transform", "build", "lower", "IRModule", "nd", "Device", "cpu", "cuda", "register_func",
            "get_global_func"]
 __all__ += ["device", "TVMError"]
+# The reference compiler's current names (`mlc_lab.compile` stays out of `import *`, which
+# would hide Python's builtin compile).
+__all__ += ["register_global_func"]
 
 
 def __getattr__(name: str):

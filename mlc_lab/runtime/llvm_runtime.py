@@ -234,10 +234,10 @@ class LLVMFunction:
             raise self._error(status, originals, env)
 
     def call_addresses(self, addresses: list) -> None:
-        """Run on the data addresses of arrays already known to fit the parameters, one per
-        parameter, with no checking at all: for callers such as the VirtualMachine that checked
-        one call with the same shapes through ``self(...)``. Only for a function that
-        ``takes_addresses`` (buffer parameters only, no symbolic shapes)."""
+        """Run with no checking at all on the data addresses of arrays already known to fit the
+        buffer parameters, then the values of the scalar parameters and of the symbolic sizes
+        (``abi.shape_vars``) in that order: for callers such as the VirtualMachine that checked
+        one call through ``self(...)`` and know from types that later ones fit as well."""
         parallel.prepare(self.num_cores)
         status = self._cfunc(*addresses)
         if status != STATUS_OK:

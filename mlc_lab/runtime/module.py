@@ -251,6 +251,18 @@ class Module:
     def __call__(self, *args):
         return self._functions[self.entry_name](*args)
 
+    @property
+    def mod(self) -> "Module":
+        """The module itself. ``mlc_lab.compile`` returns this Module where the reference
+        compiler returns an executable wrapping one, so ``lib.mod.time_evaluator(...)`` and
+        ``lib.mod["name"]`` work as they do there."""
+        return self
+
+    def jit(self, force_recompile: bool = False) -> "Module":
+        """The module itself: what it holds is compiled and loaded already (the reference
+        compiler's executables link their code here), so there is nothing to recompile."""
+        return self
+
     def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, cooldown_interval_ms: float = 0):
         """A callable taking the function's arguments and returning a BenchmarkResult. Each of

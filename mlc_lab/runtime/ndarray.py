@@ -133,6 +133,24 @@ def empty(shape, dtype: str = "float32", device: Device | None = None) -> NDArra
     return NDArray(device.allocate(shape, dt.to_numpy(dt.check_dtype(dtype))), device)
 
 
+def tensor(data, device: Device | None = None, mem_scope: str | None = None) -> NDArray:
+    """``mlc_lab.runtime.tensor(x, dev)``: the reference compiler's current name for
+    :func:`array` (an NDArray holding a copy of ``x`` on ``device``, the CPU by default).
+
+    >>> import numpy as np
+    >>> tensor(np.arange(3, dtype="int32")).numpy()
+    array([0, 1, 2], dtype=int32)
+    """
+    if mem_scope not in (None, "global"):
+        raise ValueError(f"runtime.tensor: memory scope {mem_scope!r} is not supported; arrays live "
+                         "in global memory (leave mem_scope out)")
+    return array(data, device)
+
+
+# The reference compiler's current name for the class (``tvm.runtime.Tensor`` in annotations).
+Tensor = NDArray
+
+
 def _host_contents(data):
     """``data``'s contents readable by numpy, without copying what is in host memory already."""
     if isinstance(data, NDArray):
@@ -173,4 +191,4 @@ class _Capsule:
         return (1, 0)   # kDLCPU
 
 
-__all__ = ["NDArray", "array", "empty", "from_dlpack"]
+__all__ = ["NDArray", "Tensor", "array", "empty", "from_dlpack", "tensor"]

@@ -11,8 +11,8 @@ import numpy as np
 from ...runtime.interpreter.expr import Evaluator, np_dtype
 from ...runtime.ndarray import NDArray
 from ...tir.expr import IntImm, Var as TirVar
-from ..struct_info import (PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo,
-                          shape_text)
+from ..struct_info import (ObjectStructInfo, PrimStructInfo, ShapeStructInfo, TensorStructInfo,
+                          TupleStructInfo, shape_text)
 
 
 def evaluate_dim(dim, env: dict, what: str):
@@ -24,6 +24,20 @@ def evaluate_dim(dim, env: dict, what: str):
     except RuntimeError:
         raise ValueError(f"cannot compute {what}: it uses a symbolic size that no argument's shape "
                          f"defines ({dim.script() if hasattr(dim, 'script') else dim})") from None
+
+
+def dim_reader(dim, what: str):
+    """A function of ``env`` giving the value of ``dim`` as an int, as ``evaluate_dim`` does, with
+    a constant or a plain variable read without the evaluator (the hot path of every call)."""
+    if isinstance(dim, IntImm):
+        value = dim.value
+        return lambda env: value
+    if isinstance(dim, TirVar):
+        def read(env):
+            value = env.get(dim)
+            return int(value) if value is not None else evaluate_dim(dim, env, what)
+        return read
+    return lambda env: int(evaluate_dim(dim, env, what))
 
 
 def as_ndarray(value, what: str):
@@ -41,33 +55,27 @@ def as_ndarray(value, what: str):
 class Matcher:
     """Matches values against structure info for the function ``func_name``.
 
-    A tensor parameter of static shape and dtype gets a quick check (an NDArray on the device
-    type ``device_type`` with exactly that shape and dtype); only arguments that fail it, and
-    parameters with symbolic sizes or of other kinds, go through the full match, which names
-    what is wrong."""
+    The common cases get a quick check, compiled once per parameter (and per variable whose
+    value a call returns): an NDArray on the device type ``device_type`` (or a numpy array)
+    with the dtype and rank of its type, each static dimension equal and each symbolic one
+    defining or agreeing with its size; shapes and tuples of those; objects. Only values that
+    fail it, and types of other kinds, go through the full match, which names what is wrong."""
 
     def __init__(self, func_name: str, params=(), device_type: str = "cpu"):
         self.func_name, self.params, self.device_type = func_name, tuple(params), device_type
-        quick = [_quick_check(p.struct_info) for p in self.params]
+        quick = [_quick_check(p.struct_info, device_type, True) for p in self.params]
         self.quick = quick if all(q is not None for q in quick) else None
+        self.result_checks = {}   # var -> its quick check (None: none applies)
 
     def arguments(self, args) -> tuple[list, dict]:
         """The arguments as the VM holds them (numpy arrays become NDArrays) and the symbolic
         sizes they define; raises TypeError/ValueError naming the parameter at fault."""
-        device_type = self.device_type
         if self.quick is not None and len(args) == len(self.quick):
-            values = []
-            for (shape, np_type), arg in zip(self.quick, args):
-                if type(arg) is np.ndarray:
-                    arg = NDArray(arg)
-                elif type(arg) is not NDArray or arg.device.device_type != device_type:
-                    break
-                view = arg.numpy_view()
-                if view.shape != shape or view.dtype != np_type:
-                    break
-                values.append(arg)
-            else:
-                return values, {}
+            env = {}
+            try:
+                return [check(arg, env, []) for check, arg in zip(self.quick, args)], env
+            except _Mismatch:
+                pass   # the full match below says what is wrong
         params = self.params
         if len(args) != len(params):
             names = ", ".join(p.name_hint for p in params)
@@ -82,6 +90,18 @@ class Matcher:
     def result(self, var, value, env: dict) -> None:
         """Check a value computed by a call against the structure info of its variable, and
         define the symbolic sizes it introduces."""
+        try:
+            check = self.result_checks[var]
+        except KeyError:
+            check = self.result_checks[var] = _quick_check(var.struct_info, self.device_type, False)
+        if check is not None:
+            added = []
+            try:
+                check(value, env, added)
+                return
+            except _Mismatch:
+                for v in added:   # the full match below starts from the sizes known before
+                    del env[v]
         origin = {v: "an earlier value" for v in env}
         deferred = []
         self._match(var.struct_info, value, f"the value of {var.name_hint}", env, origin, deferred,
@@ -159,11 +179,97 @@ class Matcher:
                                  f"{axis} should be {value}")
 
 
-def _quick_check(sinfo):
-    """(shape, numpy dtype) of a tensor of static shape, else None."""
-    if not isinstance(sinfo, TensorStructInfo) or sinfo.static_shape is None:
-        return None
-    return tuple(sinfo.static_shape), np_dtype(sinfo.dtype)
+class _Mismatch(Exception):
+    """A value the quick check does not pass: the full match decides, and names the fault."""
+
+
+def _quick_check(sinfo, device_type: str, convert: bool):
+    """A function ``(value, env, added) -> value as the VM holds it`` passing the common values
+    of type ``sinfo`` (defining the sizes they give in ``env``, listed in ``added``) and raising
+    _Mismatch for any other; None when ``sinfo`` has no quick form. ``convert``: a numpy array
+    becomes an NDArray, and the device is checked (arguments; results are the VM's own)."""
+    if type(sinfo) is TensorStructInfo:
+        dims = _quick_dims(sinfo.shape)
+        if dims is None:
+            return None
+        np_type, ndim = np_dtype(sinfo.dtype), len(dims)
+        static = tuple(size for size, _, _ in dims) if all(v is None for _, v, _ in dims) else None
+
+        def check_tensor(value, env, added):
+            if convert and type(value) is np.ndarray:
+                value = NDArray(value)
+            elif type(value) is not NDArray or convert and value.device.device_type != device_type:
+                raise _Mismatch
+            array = value.numpy_view()
+            if array.dtype != np_type:
+                raise _Mismatch
+            if static is not None:
+                if array.shape != static:
+                    raise _Mismatch
+            elif len(array.shape) != ndim:
+                raise _Mismatch
+            else:
+                _check_dims(dims, array.shape, env, added)
+            return value
+        return check_tensor
+    if type(sinfo) is ShapeStructInfo:
+        dims = _quick_dims(sinfo.values) if sinfo.values is not None else None
+        if dims is None:
+            return None
+
+        def check_shape(value, env, added):
+            if type(value) not in (tuple, list) or len(value) != len(dims) \
+                    or any(type(v) is not int for v in value):
+                raise _Mismatch
+            _check_dims(dims, value, env, added)
+            return tuple(value)
+        return check_shape
+    if type(sinfo) is TupleStructInfo:
+        items = [_quick_check(s, device_type, convert) for s in sinfo.elements]
+        if any(item is None for item in items):
+            return None
+        count = len(items)
+
+        def check_tuple(value, env, added):
+            if type(value) not in (tuple, list) or len(value) != count:
+                raise _Mismatch
+            return tuple(item(v, env, added) for item, v in zip(items, value))
+        return check_tuple
+    if type(sinfo) is ObjectStructInfo:
+        def check_object(value, env, added):
+            if convert and isinstance(value, np.ndarray):
+                raise _Mismatch   # the full match wraps it
+            return value
+        return check_object
+    return None
+
+
+def _quick_dims(shape):
+    """[(static size or None, symbolic Var or None, its numpy type)] when every dimension of
+    ``shape`` is a constant or a variable; else None."""
+    dims = []
+    for dim in shape:
+        if isinstance(dim, IntImm):
+            dims.append((dim.value, None, None))
+        elif isinstance(dim, TirVar):
+            dims.append((None, dim, np_dtype(dim.dtype).type))
+        else:
+            return None
+    return dims
+
+
+def _check_dims(dims, given, env, added) -> None:
+    for (size, var, np_type), value in zip(dims, given):
+        if var is None:
+            if size != value:
+                raise _Mismatch
+            continue
+        known = env.get(var)
+        if known is None:
+            env[var] = np_type(value)
+            added.append(var)
+        elif int(known) != value:
+            raise _Mismatch
 
 
 def _tensor_text(sinfo: TensorStructInfo) -> str:
@@ -183,4 +289,4 @@ def _describe(value) -> str:
     return type(value).__name__
 
 
-__all__ = ["Matcher", "as_ndarray", "evaluate_dim"]
+__all__ = ["Matcher", "as_ndarray", "dim_reader", "evaluate_dim"]

@@ -80,7 +80,7 @@ class NativeSequence:
         self.direct = next((items[0] for slot, items in self.assign if slot == result_slot
                             and type(items) is list and len(items) == 1 and type(items[0]) is int),
                            None)
-        self.text = _render(calls)
+        self.text = render_calls(calls)
         self.jit = llvm_runtime.JITModule(self.text)
         self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)(self.jit.address("sequence"))
         self._table_type = ctypes.c_int64 * max(self.size, 1)
@@ -156,7 +156,7 @@ def runs_as_sequence(program) -> bool:
     kinds = [_kind(step) for step in program.steps]
     return "_Kernel" in kinds and all(
         kind == "_Bind" or (kind == "_View" and step.static is not None)
-        or (kind == "_Kernel" and step.verified and step.packed is None)
+        or (kind == "_Kernel" and step.verified and step.packed is None and not step.ints)
         for kind, step in zip(kinds, program.steps))
 
 
@@ -176,19 +176,28 @@ class _NotSequence(Exception):
     pass
 
 
-def _render(calls) -> str:
-    """LLVM IR of ``i32 sequence(ptr table)`` making ``calls`` [(LLVMFunction, [("table", i) |
-    ("const", address)])] in order."""
-    lines = ["define i32 @sequence(ptr %table) {", "entry:"]
+def render_calls(calls, name: str = "sequence") -> str:
+    """LLVM IR of ``i32 name(ptr table)`` making ``calls`` [(LLVMFunction, [("table", i) |
+    ("const", address) | ("int", i, bits)])] in order: an address read from entry i of the
+    table (of i64), an address known now, or an integer of ``bits`` bits read from entry i."""
+    lines = [f"define i32 @{name}(ptr %table) {{", "entry:"]
     for k, (function, args) in enumerate(calls):
         values = []
-        for j, (kind, value) in enumerate(args):
-            if kind == "table":
-                lines += [f"  %p{k}_{j} = getelementptr i64, ptr %table, i64 {value}",
-                          f"  %a{k}_{j} = load ptr, ptr %p{k}_{j}"]
-                values.append(f"ptr %a{k}_{j}")
-            else:
+        for j, (kind, value, *bits) in enumerate(args):
+            if kind == "const":
                 values.append(f"ptr inttoptr (i64 {value} to ptr)")
+                continue
+            lines.append(f"  %p{k}_{j} = getelementptr i64, ptr %table, i64 {value}")
+            if kind == "table":
+                lines.append(f"  %a{k}_{j} = load ptr, ptr %p{k}_{j}")
+                values.append(f"ptr %a{k}_{j}")
+            elif bits[0] == 64:
+                lines.append(f"  %a{k}_{j} = load i64, ptr %p{k}_{j}")
+                values.append(f"i64 %a{k}_{j}")
+            else:
+                lines += [f"  %w{k}_{j} = load i64, ptr %p{k}_{j}",
+                          f"  %a{k}_{j} = trunc i64 %w{k}_{j} to i{bits[0]}"]
+                values.append(f"i{bits[0]} %a{k}_{j}")
         target = function.jit.address(function.name)
         lines += [f"  %s{k} = call i32 inttoptr (i64 {target} to ptr)({', '.join(values)})",
                   f"  %ok{k} = icmp eq i32 %s{k}, 0",
@@ -201,4 +210,4 @@ def _render(calls) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["NativeSequence"]
+__all__ = ["NativeSequence", "render_calls"]

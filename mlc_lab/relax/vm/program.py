@@ -11,10 +11,13 @@ memory plan is checked (``memory.Layout``) and the lifetimes of tensors
 arguments (``check_args.Matcher``), runs the steps, and frees each tensor the call allocated after
 its last use.
 
-A kernel compiled for the CPU whose inputs and outputs all have static shapes is checked by the
-compiled function itself the first time it runs (shapes, dtypes, devices); from then on it is
-called straight on the data addresses of its arguments, which the relax types guarantee have
-the shapes checked.
+A kernel compiled for the CPU is checked by the compiled function itself the first time it runs
+(shapes, dtypes, devices). When the relax types fix every shape it sees, symbolic sizes included
+(``kernel_call.address_form``), it is from then on called straight on the data addresses of its
+arguments, followed by its sizes read off the call's symbolic values. After the first call, each
+run of such kernels (with the views and aliases among them) becomes one ``segment.Segment``: one
+compiled call for the run, so a call costs a few Python steps per registered function in between
+rather than one per binding.
 """
 from __future__ import annotations
 
@@ -24,16 +27,17 @@ import numpy as np
 
 from ...ir.module import GlobalVar
 from ...runtime.interpreter.expr import np_dtype
-from ...runtime.module import written_buffers
 from ...runtime.ndarray import NDArray
 from ...runtime.packed import get_global_func
 from ...tir.function import PrimFunc
 from ..expr import Call, Constant, ExternFunc, Op, PrimValue, ShapeExpr, Tuple, TupleGetItem, Var
 from ..lifetime import dps_call, function_bindings, tensor_sites
 from ..struct_info import TensorStructInfo, shape_text
-from .check_args import Matcher, evaluate_dim
+from .check_args import Matcher, dim_reader, evaluate_dim
+from .kernel_call import address_form
 from .memory import Layout, MemoryPlan, Workspace
 from .native_sequence import NativeSequence, runs_as_sequence
+from .segment import free_after, segment_steps
 
 RUNNABLE_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.reshape")
 
@@ -61,7 +65,8 @@ class Program:
         self.layout = Layout(MemoryPlan.of(func), sites)
         self.idle: list = []   # workspaces not in use by a running call
         self.sequence, self.calls = None, 0   # the NativeSequence, made by the second call
-        self.steps = []
+        self.steps = []   # one per binding
+        self.plan = self.steps   # what a call runs: the steps, or segments of them after one call
         for index, binding in enumerate(function_bindings(func)):
             slot = self._new_register()
             try:
@@ -99,19 +104,25 @@ class Program:
         regs[:len(args)] = args
         frame = _Frame(regs, workspace, stats, env, self.vm.device)
         try:
-            for step in self.steps:
+            for step in self.plan:
                 step.run(frame)
                 if step.after is not None:
-                    dying, release = step.after
-                    stats.live_bytes -= release + sum(frame.sizes.pop(s, 0) for s in dying)
+                    free_after(frame, step)
         except Exception as err:
-            err.add_note(f"while computing {step.name} in relax function {self.name}")
+            name = err.__dict__.pop("step_name", step.name)   # a segment names its failing step
+            err.add_note(f"while computing {name} in relax function {self.name}")
             raise
         finally:
             if workspace is not None:
                 self.idle.append(workspace)
         result = self.result(frame), sum(frame.sizes.values())
         self.calls += 1
+        if self.plan is self.steps and self.calls == 1:
+            # Every kernel has gone through its checked call: runs of them become segments.
+            try:
+                self.plan = segment_steps(self, workspace) or self.steps
+            except Exception:   # an unusual program: it keeps running step by step
+                self.plan = self.steps
         if self.calls == 2 and top and not env and runs_as_sequence(self):
             # Every kernel has been checked by a call with these shapes, and this call's
             # statistics are those of any later one (its workspace was already there).
@@ -156,8 +167,8 @@ class Program:
             inner, index = self._reader(expr.tuple_value), expr.index
             return lambda frame: inner(frame)[index]
         if isinstance(expr, ShapeExpr):
-            dims = expr.values
-            return lambda frame: tuple(evaluate_dim(d, frame.env, "a shape value") for d in dims)
+            dims = [dim_reader(d, "a shape value") for d in expr.values]
+            return lambda frame: tuple(read(frame.env) for read in dims)
         if isinstance(expr, PrimValue):
             return lambda frame: evaluate_dim(expr.value, frame.env, "a scalar value")
         if isinstance(expr, ExternFunc):
@@ -169,7 +180,7 @@ class Program:
         """The step computing ``binding`` into register ``slot``; ``born``: its sites."""
         value = binding.value
         if not isinstance(value, Call):
-            return _Bind(self._reader(value), slot)
+            return _Bind(self._reader(value), slot, value)
         if isinstance(value.op, Op):
             if value.op.name not in RUNNABLE_OPS:
                 raise _NotRunnable(NotImplementedError(
@@ -208,8 +219,8 @@ class _Fail:
 class _Bind:
     """``var = value`` for tuples, their items, aliases, constants and shapes."""
 
-    def __init__(self, reader, slot: int):
-        self.reader, self.slot = reader, slot
+    def __init__(self, reader, slot: int, expr=None):
+        self.reader, self.slot, self.expr = reader, slot, expr
 
     def run(self, frame) -> None:
         frame.regs[self.slot] = self.reader(frame)
@@ -226,47 +237,70 @@ class _Kernel:
         self.tir_vars = program._reader(call.args[2]) if len(call.args) > 2 else None
         self.outputs = [(s, s in layout.storage_of, s.sinfo.static_shape, np_dtype(s.sinfo.dtype))
                         for s in born]
+        self.shape_readers = [None if shape is not None else
+                              [dim_reader(d, f"the output shape {shape_text(s.sinfo.shape)}")
+                               for d in s.sinfo.shape] for s, _, shape, _ in self.outputs]
         self.occupy = layout.occupy.get(born[0].binding, 0)
         self.planned_bytes = sum(s.nbytes for s in born if s in layout.storage_of)
         self.fallbacks = sum(s in layout.fallbacks for s in born)
         self.packed = None if call.op.name == "relax.call_tir" else kernel.global_symbol
-        self.function, self.direct = None, False
+        self.function = None
+        self.ints = None   # with an AddressForm: a reader of each int argument after the addresses
+        if self.packed is not None and self.packed in lib:
+            # A packed name is looked up among the executable's own compiled functions first,
+            # then among registered ones: call_dps_packed("f", ...) runs the module's PrimFunc f.
+            kernel, self.packed = self.packed, None
         if self.packed is None:
+            name = kernel if isinstance(kernel, str) else kernel.name_hint
             try:
-                self.function = lib[kernel.name_hint]
+                self.function = lib[name]
             except KeyError as err:
                 raise _NotRunnable(err) from None
-            self.direct = _runs_on_addresses(self.function, program.vm.executable.mod[kernel],
-                                             call, self.tir_vars)
-        self.verified = False
+            form = address_form(self.function, program.vm.executable.mod[name], call,
+                                [s.sinfo for s in born])
+            if form is not None:
+                self.int_exprs = [expr for expr, _ in form.ints]
+                self.int_dtypes = [dtype for _, dtype in form.ints]
+                self.ints = [dim_reader(expr, f"a size {name} takes") for expr in self.int_exprs]
+        self.verified = False   # a checked call went through: later ones may go on addresses
 
     def run(self, frame) -> None:
-        stats, regs = frame.stats, frame.regs
-        if self.occupy:
-            stats.occupy(self.occupy)
-        stats.unplanned_bytes += self.planned_bytes
-        stats.plan_fallbacks += self.fallbacks
-        outputs = []
-        for site, planned, shape, np_type in self.outputs:
-            if planned:
-                outputs.append(frame.workspace.views[site])
-                continue
-            if shape is None:
-                what = f"the output shape {shape_text(site.sinfo.shape)}"
-                shape = tuple(evaluate_dim(d, frame.env, what) for d in site.sinfo.shape)
-            out = stats.allocate(shape, np_type, frame.device)
-            frame.sizes[site] = out.numpy_view().nbytes
-            outputs.append(out)
-        inputs = [regs[s] for s in self.inputs]
+        outputs = self.prepare(frame)
+        inputs = [frame.regs[s] for s in self.inputs]
         if self.verified:
-            self.function.call_addresses([a.address for a in inputs] + [o.address for o in outputs])
+            addresses = [a.address for a in inputs] + [o.address for o in outputs]
+            if self.ints:
+                env = frame.env
+                addresses += [read(env) for read in self.ints]
+            self.function.call_addresses(addresses)
         elif self.packed is not None:
             _call_packed_dps(self.packed, inputs, outputs)
         else:
             tir_vars = self.tir_vars(frame) if self.tir_vars is not None else ()
             self.function(*inputs, *outputs, *tir_vars)
-            self.verified = self.direct
-        regs[self.slot] = outputs[0] if len(outputs) == 1 else tuple(outputs)
+            self.verified = self.ints is not None
+
+    def prepare(self, frame) -> list:
+        """The outputs of this call (planned views, or tensors allocated now and counted), also
+        placed in the step's register."""
+        stats = frame.stats
+        if self.occupy:
+            stats.occupy(self.occupy)
+        stats.unplanned_bytes += self.planned_bytes
+        stats.plan_fallbacks += self.fallbacks
+        outputs = []
+        for (site, planned, shape, np_type), readers in zip(self.outputs, self.shape_readers):
+            if planned:
+                outputs.append(frame.workspace.views[site])
+                continue
+            if shape is None:
+                env = frame.env
+                shape = tuple(read(env) for read in readers)
+            out = stats.allocate(shape, np_type, frame.device)
+            frame.sizes[site] = out.numpy_view().nbytes
+            outputs.append(out)
+        frame.regs[self.slot] = outputs[0] if len(outputs) == 1 else tuple(outputs)
+        return outputs
 
 
 class _View:
@@ -288,18 +322,6 @@ class _View:
             raise ValueError(f"R.reshape: cannot view a tensor of shape {array.shape} "
                              f"({array.size} elements) as shape {tuple(shape)}")
         return NDArray.wrap_new(array.reshape(shape), source.device)
-
-
-def _runs_on_addresses(function, prim_func, call: Call, tir_vars) -> bool:
-    """Whether later runs may skip the checks: a compiled function taking addresses, tensors
-    of static shape on both sides, and no input the kernel writes."""
-    if not getattr(function, "takes_addresses", False) or tir_vars is not None:
-        return False
-    tensors = [a.struct_info for a in call.args[1].elements] + list(call.sinfo_args)
-    if not all(isinstance(s, TensorStructInfo) and s.static_shape is not None for s in tensors):
-        return False
-    written = written_buffers(prim_func)
-    return not any(p in written for p in prim_func.buffer_params[:len(call.args[1].elements)])
 
 
 def _call_packed_dps(name: str, inputs, outputs) -> None:

@@ -81,20 +81,37 @@ class RelaxParser(RelaxExprParser):
             relax_namespace._symbol_resolver.reset(token)
 
     def declare_symbolic_vars(self, body: list) -> None:
-        """`n = T.int64()` statements define sizes first: parameter annotations may use them."""
+        """`n = T.int64()` statements (or `m, n = T.int64(), T.int64()`) define sizes first:
+        parameter annotations may use them."""
         for node in body:
-            if self.symbolic_declaration(node):
-                self.define(node.targets[0].id, self.symbol(node.targets[0].id))
+            for name in self.symbolic_declaration(node):
+                self.define(name, self.symbol(name))
 
-    def symbolic_declaration(self, node) -> bool:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Call) and not node.value.args and not node.value.keywords):
-            return False
-        try:
-            func = self.eval(node.value.func)
-        except ScriptError:  # reported when the statement itself is parsed
-            return False
-        return isinstance(func, tir_namespace.DTypeFunc) and func.dtype.startswith("int")
+    def symbolic_declaration(self, node) -> list:
+        """The names a size declaration defines (`n = T.int64()`, or one per element of
+        `m, n = T.int64(), T.int64()`); empty when ``node`` is no such declaration. A name
+        already used by a parameter's annotation (`R.Tensor(("n",), ...)`) means that size."""
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            return []
+        target, value = node.targets[0], node.value
+        if isinstance(target, ast.Name):
+            pairs = [(target, value)]
+        elif (isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+              and len(target.elts) == len(value.elts)):
+            pairs = list(zip(target.elts, value.elts))
+        else:
+            return []
+        for name, call in pairs:
+            if not (isinstance(name, ast.Name) and isinstance(call, ast.Call) and not call.args
+                    and not call.keywords):
+                return []
+            try:
+                func = self.eval(call.func)
+            except ScriptError:  # reported when the statement itself is parsed
+                return []
+            if not (isinstance(func, tir_namespace.DTypeFunc) and func.dtype.startswith("int")):
+                return []
+        return [name.id for name, _ in pairs]
 
     def eval_sinfo(self, node, what: str) -> StructInfo:
         self.in_annotation = True
@@ -131,13 +148,15 @@ class RelaxParser(RelaxExprParser):
 
     def statement(self, stmt, top_level: bool = False) -> None:
         if isinstance(stmt, ast.Assign):
+            sizes = self.symbolic_declaration(stmt)
+            for name in sizes:
+                self.define(name, self.symbol(name))
+            if sizes:
+                return
             if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
                 raise self.error(stmt, "bind one name per statement (`t = ...` then `a = t[0]`); tuple "
                                        "unpacking and chained assignment are not supported in R.function")
-            if self.symbolic_declaration(stmt):
-                self.define(stmt.targets[0].id, self.symbol(stmt.targets[0].id))
-            else:
-                self.bind(stmt.targets[0], stmt.value, None)
+            self.bind(stmt.targets[0], stmt.value, None)
         elif isinstance(stmt, ast.AnnAssign):
             if not isinstance(stmt.target, ast.Name) or stmt.value is None:
                 raise self.error(stmt, "an annotated statement must bind a name: `lv: R.Tensor(...) = value`")
