@@ -560,3 +560,59 @@ def test_fuse_ops_fuses_a_diamond_through_its_post_dominator():
     xs, ws = rand(4, 4), rand(4, 4)
     a = xs @ ws
     np.testing.assert_allclose(run(mod, "main", xs, ws), np.maximum(a, 0) - a, rtol=1e-5, atol=1e-6)
+
+
+# -- sizes known only through the weights, and functions named by text ---------------------------
+from mlc_lab.script import ir as I  # noqa: E402
+from mlc_lab.script import relax as RS  # noqa: E402
+from mlc_lab.script import tir as TS  # noqa: E402
+
+
+@I.ir_module
+class _SizedByWeights:
+    @RS.function
+    def main(x: RS.Tensor((1, "k"), "float32"), w: RS.Tensor(("n", "k"), "float32"),
+             b: RS.Tensor(("n",), "float32")):
+        n = TS.int64()
+        with RS.dataflow():
+            y = RS.add(RS.matmul(x, RS.permute_dims(w)), b)
+            RS.output(y)
+        return y
+
+
+def test_bind_params_gives_symbolic_sizes_the_bound_arrays_sizes():
+    rng = np.random.default_rng(5)
+    w, b = rng.standard_normal((3, 4)).astype("float32"), rng.standard_normal(3).astype("float32")
+    bound = T.BindParams("main", {"w": w, "b": b})(_SizedByWeights)
+    assert [p.name_hint for p in bound["main"].params] == ["x"]
+    assert bound["main"].params[0].struct_info.shape[1].value == 4   # k, from w
+    assert bound["main"].ret_struct_info.shape[1].value == 3         # n, from w and b
+    vm = relax.VirtualMachine(relax.build(bound, "llvm"), mlc_lab.cpu())
+    x = rng.standard_normal((1, 4)).astype("float32")
+    np.testing.assert_allclose(vm["main"](x).numpy(), x @ w.T + b, rtol=1e-5)
+    with pytest.raises(ValueError, match="size n is 3 in one bound array but 2"):
+        T.BindParams("main", {"w": w, "b": b[:2]})(_SizedByWeights)
+
+
+@I.ir_module
+class _NamedKernel:
+    @TS.prim_func
+    def double(A: TS.Buffer((4,), "float32"), B: TS.Buffer((4,), "float32")):
+        for i in range(4):
+            with TS.block("B"):
+                vi = TS.axis.remap("S", [i])
+                B[vi] = A[vi] * TS.float32(2)
+
+    @RS.function
+    def main(x: RS.Tensor((4,), "float32")):
+        with RS.dataflow():
+            y = RS.call_dps_packed("double", (x,), out_sinfo=RS.Tensor((4,), "float32"))
+            RS.output(y)
+        return y
+
+
+def test_a_prim_func_named_by_text_in_call_dps_packed_is_kept_and_run():
+    kept = T.DeadCodeElimination()(_NamedKernel)
+    assert "double" in [gv.name_hint for gv in kept.functions]
+    vm = relax.VirtualMachine(relax.build(_NamedKernel, "llvm"), mlc_lab.cpu())
+    np.testing.assert_allclose(vm["main"](np.arange(4, dtype="float32")).numpy(), [0, 2, 4, 6])

@@ -13,17 +13,21 @@ After::
         lv = R.matmul(x, R.permute_dims(metadata["relax.expr.Constant"][0]))
 
 Arrays must match the parameter's dtype and (static) shape; a name that is not a parameter, or
-that several parameters share, is an error. Followed by FoldConstant, computations on weights
-only (like the transpose above) happen at compile time.
+that several parameters share, is an error. A symbolic size of a bound parameter
+(``w0: R.Tensor(("n", "m"))``) takes the array's size, everywhere in the function. Followed by
+FoldConstant, computations on weights only (like the transpose above) happen at compile time.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ...ir.transform import Pass, PassInfo
-from ..expr import Constant, Function, Var
+from ...tir.expr import IntImm
+from ...tir.expr import Var as SizeVar
+from ...tir.stmt_functor import substitute
+from ..expr import Constant, Function, PrimValue, ShapeExpr, Var
 from ..functor import ExprMutator
-from ..struct_info import TensorStructInfo, dim_value
+from ..struct_info import ShapeStructInfo, TensorStructInfo, TupleStructInfo, dim_value
 
 
 def _array(value) -> np.ndarray:
@@ -51,6 +55,63 @@ def _check(func_name: str, param: Var, data: np.ndarray) -> None:
                              f"{sinfo.script()} but the array has shape {data.shape}")
 
 
+def _sizes(func_name: str, bound: dict) -> dict:
+    """{symbolic size: IntImm} read off the bound arrays; a size two arrays disagree on is an error."""
+    sizes: dict = {}
+    for param, const in bound.items():
+        for dim, extent in zip(param.struct_info.shape or (), const.data.shape):
+            if not isinstance(dim, SizeVar):
+                continue
+            if dim in sizes and sizes[dim].value != extent:
+                raise ValueError(f"BindParams({func_name!r}): size {dim.name} is {sizes[dim].value} in "
+                                 f"one bound array but {extent} in parameter {param.name_hint}'s")
+            sizes[dim] = IntImm("int64", extent)
+    return sizes
+
+
+def _sinfo(sinfo, sizes: dict):
+    if isinstance(sinfo, TensorStructInfo) and sinfo.shape is not None:
+        return TensorStructInfo(tuple(substitute(d, sizes) for d in sinfo.shape), sinfo.dtype)
+    if isinstance(sinfo, ShapeStructInfo) and sinfo.values is not None:
+        return ShapeStructInfo(tuple(substitute(d, sizes) for d in sinfo.values))
+    if isinstance(sinfo, TupleStructInfo):
+        return TupleStructInfo([_sinfo(e, sizes) for e in sinfo.elements])
+    return sinfo
+
+
+class _BindSizes(ExprMutator):
+    """Replaces the bound parameters by constants and their symbolic sizes by numbers, in the
+    structure of every variable, shape value and call result."""
+
+    def __init__(self, mod, bound: dict, sizes: dict):
+        super().__init__(mod)
+        self.var_remap_.update(bound)
+        self.sizes = sizes
+
+    def _var_def(self, var):
+        if not self.sizes or var.struct_info is None:
+            return var
+        new = self.with_struct_info(var, _sinfo(var.struct_info, self.sizes))
+        if new is not var:
+            self.var_remap_[var] = new
+        return new
+
+    visit_var_def_ = visit_dataflow_var_def_ = _var_def
+
+    def visit_shape_expr_(self, op):
+        return ShapeExpr(tuple(substitute(d, self.sizes) for d in op.values)) if self.sizes else op
+
+    def visit_prim_value_(self, op):
+        return PrimValue(substitute(op.value, self.sizes)) if self.sizes else op
+
+    def visit_call_(self, call):
+        new = super().visit_call_(call)
+        if self.sizes and new.sinfo_args:
+            new = new.replace(sinfo_args=tuple(_sinfo(s, self.sizes) for s in new.sinfo_args),
+                              struct_info=None)
+        return new
+
+
 class BindParams(Pass):
     def __init__(self, func_name: str, params: dict):
         self.func_name = func_name
@@ -74,9 +135,9 @@ class BindParams(Pass):
             data = _array(value)
             _check(self.func_name, matches[0], data)
             bound[matches[0]] = Constant(data)
-        mutator = ExprMutator(mod)
-        mutator.var_remap_.update(bound)
+        sizes = _sizes(self.func_name, bound)
+        mutator = _BindSizes(mod, bound, sizes)
+        params = [mutator.visit_var_def(p) for p in func.params if p not in bound]
         body = mutator.visit_expr(func.body)
-        params = [p for p in func.params if p not in bound]
-        new = Function(params, body, func.ret_struct_info, func.attrs, func.is_pure)
+        new = Function(params, body, _sinfo(func.ret_struct_info, sizes), func.attrs, func.is_pure)
         return mod.with_function(self.func_name, new)

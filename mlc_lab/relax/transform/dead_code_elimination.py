@@ -18,7 +18,7 @@ from typing import Optional
 from ...ir.module import IRModule
 from ...ir.transform import Pass, PassInfo
 from ..analysis import References, remove_unused_bindings, used_vars  # the last two re-exported
-from ..expr import Function
+from ..expr import ExternFunc, Function
 
 
 def remove_unused_functions(mod: IRModule, entry_functions=()) -> IRModule:
@@ -29,11 +29,16 @@ def remove_unused_functions(mod: IRModule, entry_functions=()) -> IRModule:
     work = [gv for gv, f in funcs.items() if gv.name_hint in entry_functions or gv.name_hint == "main"
             or (isinstance(f, Function) and "global_symbol" in f.attrs)]
     reached = set(work)
+    by_name = {gv.name_hint: gv for gv in funcs}
     while work:
         func = funcs[work.pop()]
         if not isinstance(func, Function):
             continue
-        for gv in References(func).global_vars:
+        refs = References(func)
+        # R.call_dps_packed("f", ...) runs the module's own function f when there is one.
+        named = [by_name[c.args[0].global_symbol] for c in refs.calls_to("relax.call_dps_packed")
+                 if isinstance(c.args[0], ExternFunc) and c.args[0].global_symbol in by_name]
+        for gv in list(refs.global_vars) + named:
             if gv in funcs and gv not in reached:
                 reached.add(gv)
                 work.append(gv)
