@@ -376,3 +376,31 @@ def test_a_size_known_only_from_a_shape_argument_reaches_the_fused_kernel():
     vm = relax.VirtualMachine(ex, mlc_lab.cpu())
     for m in (1, 5, 9):
         np.testing.assert_allclose(vm["main"](np.array([2.0], "float32"), (m,)).numpy(), [2.0 * (m - 1)])
+
+
+@I.ir_module
+class CastToRows:
+    @RS.function
+    def main(x: RS.Tensor(dtype="float32", ndim=2)):
+        n = T.int64()
+        with RS.dataflow():
+            y = RS.match_cast(x, RS.Tensor((n, 4), "float32"))
+            z = RS.nn.softmax(RS.add(y, y))
+            RS.output(z)
+        return z
+
+
+def test_match_cast_gives_a_value_of_unknown_shape_a_symbolic_one_checked_at_run_time():
+    text = CastToRows.script()
+    assert "n = T.int64()" in text and "R.match_cast(x, R.Tensor((n, 4)" in text
+    assert structural_equal(mlc_lab.script.from_source(text), CastToRows)
+    vm = _build(CastToRows)
+    for n in (1, 3):
+        x = rng.standard_normal((n, 4)).astype("float32")
+        np.testing.assert_allclose(vm["main"](x).numpy(), softmax(2 * x), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="the value of y expects a float32 tensor of shape .n, 4. "
+                                         "but got shape .2, 5.: dimension 1 should be 4"):
+        vm["main"](np.zeros((2, 5), "float32"))
+    with pytest.raises(TypeError, match="match_cast: the value is float32 but R.Tensor..2,.*int32"):
+        R.match_cast(relax.Var("v", relax.TensorStructInfo((2,), "float32")),
+                     relax.TensorStructInfo((2,), "int32"))

@@ -83,12 +83,13 @@ class RelaxPrinter(ExprPrinter):
         symbolic: list = []
         params = [f"{self.define(p, p.name_hint)}: {self.sinfo(p.struct_info, symbolic)}"
                   for p in func.params]
+        cast = self._cast_sizes(func, symbolic)
         ret = self.sinfo(func.ret_struct_info)
         options = [text for text, on in (("private=True", "global_symbol" not in func.attrs),
                                          ("pure=False", not func.is_pure)) if on]
         self.emit(0, f"@R.function({', '.join(options)})" if options else "@R.function")
         self.emit(0, f"def {name}({', '.join(params)}) -> {ret}:")
-        for var in symbolic:
+        for var in symbolic + cast:
             self.emit(1, f"{self.names[id(var)]} = T.{var.dtype}()")
         attrs = {k: v for k, v in func.attrs if not (k == "global_symbol" and v == name)}
         if attrs:
@@ -168,6 +169,8 @@ class RelaxPrinter(ExprPrinter):
             if len(c.args) > 2:
                 parts.append(f"tir_vars={self.rexpr(c.args[2])}")
             return f"{self.rexpr(op)}({', '.join(parts)})"
+        if isinstance(op, Op) and op.name == "relax.match_cast":
+            return f"R.match_cast({self.rexpr(c.args[0])}, {self.sinfo(c.sinfo_args[0])})"
         args = [self.rexpr(a) for a in c.args]
         args += [f"{k}={self.value(v)}" for k, v in c.attrs]
         if isinstance(op, ExternFunc):
@@ -211,6 +214,21 @@ class RelaxPrinter(ExprPrinter):
         return super().expr_prec(e)
 
     # -- structure info --------------------------------------------------------------------
+    def _cast_sizes(self, func: Function, known: list) -> list:
+        """The symbolic sizes that ``R.match_cast``s of ``func`` introduce (named here)."""
+        found = []
+        for block in getattr(func.body, "blocks", ()):
+            for binding in block.bindings:
+                value = binding.value
+                if isinstance(value, Call) and isinstance(value.op, Op) \
+                        and value.op.name == "relax.match_cast":
+                    shape = getattr(value.sinfo_args[0], "shape", None) or ()
+                    found += [d for d in shape if isinstance(d, E.Var)
+                              and all(d is not k for k in known + found)]
+        for var in found:
+            self.dims((var,), None)   # names it
+        return found
+
     def sinfo(self, s, symbolic: list | None = None) -> str:
         """``R.Tensor((1, n), dtype="float32")`` etc. With ``symbolic`` (a parameter's
         annotation), a symbolic dimension seen for the first time is defined and quoted."""

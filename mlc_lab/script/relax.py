@@ -186,7 +186,7 @@ permute_dims, reshape, flatten = _op.permute_dims, _op.reshape, _op.flatten
 sum, mean, max, min = _op.sum, _op.mean, _op.max, _op.min  # noqa: A001 - the script names
 exp, log, sqrt, sigmoid, tanh, negative = _op.exp, _op.log, _op.sqrt, _op.sigmoid, _op.tanh, _op.negative
 # The transformer ops (elementwise math, comparisons, masks, indexing, split/concat): same names.
-_MORE_OPS = ("arange", "astype", "broadcast_to", "concat", "cos", "equal", "erf", "expand_dims",
+_MORE_OPS = ("arange", "astype", "match_cast", "broadcast_to", "concat", "cos", "equal", "erf", "expand_dims",
              "full", "full_like", "greater", "greater_equal", "less", "less_equal", "maximum",
              "minimum", "not_equal", "ones", "ones_like", "power", "rsqrt", "sin", "split", "square",
              "squeeze", "strided_slice", "take", "tril", "triu", "where", "zeros", "zeros_like")

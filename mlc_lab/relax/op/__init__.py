@@ -8,7 +8,7 @@ from . import nn
 from .nn import relu  # the 2022 place of nn.relu
 from .binary import (add, divide, equal, ewise_fma, greater, greater_equal, less, less_equal,
                      maximum, minimum, multiply, not_equal, power, subtract)
-from .call import call_dps_packed, call_tir
+from .call import call_dps_packed, call_tir, match_cast
 from .create import (arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like)
 from .index import astype, strided_slice, take, where
 from .linear_algebra import dense, linear, matmul
@@ -26,4 +26,4 @@ __all__ = ["OpInfo", "add", "call_dps_packed", "call_tir", "dense", "divide", "e
            "arange", "astype", "broadcast_to", "concat", "cos", "equal", "erf", "expand_dims", "full",
            "full_like", "greater", "greater_equal", "less", "less_equal", "maximum", "minimum",
            "not_equal", "ones", "ones_like", "power", "rsqrt", "sin", "split", "square", "squeeze",
-           "strided_slice", "take", "tril", "triu", "where", "zeros", "zeros_like"]
+           "strided_slice", "take", "tril", "triu", "where", "zeros", "zeros_like", "match_cast"]

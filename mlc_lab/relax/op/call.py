@@ -141,3 +141,34 @@ def call_dps_packed(func, args, out_sinfo) -> Call:
     if not isinstance(callee, ExternFunc):
         raise TypeError(f"{user_name(name)}: func must be a function name (str), got {func!r}")
     return make_call(name, (callee, _inputs(args)), sinfo_args=_out_sinfo(name, out_sinfo))
+
+
+def _infer_match_cast(call: Call) -> StructInfo:
+    name = user_name(call)
+    if len(call.args) != 1 or len(call.sinfo_args) != 1:
+        raise TypeError(f"{name}: takes a value and the structure info to match it against")
+    have, want = call.args[0].struct_info, call.sinfo_args[0]
+    if isinstance(want, TensorStructInfo):
+        if not isinstance(have, TensorStructInfo):
+            got = have.script() if have is not None else "no struct info"
+            raise TypeError(f"{name}: the value is not a tensor ({got}), so it cannot match "
+                            f"{want.script()}")
+        if have.dtype and want.dtype and have.dtype != want.dtype:
+            raise TypeError(f"{name}: the value is {have.dtype} but {want.script()} is {want.dtype}")
+        if have.ndim >= 0 and want.ndim >= 0 and have.ndim != want.ndim:
+            raise ValueError(f"{name}: the value has {have.ndim} dimension(s) but {want.script()} "
+                             f"has {want.ndim}")
+    return want
+
+
+register_op("relax.match_cast", _infer_match_cast)
+
+
+def match_cast(value, struct_info: StructInfo) -> Call:
+    """``value``, checked at run time to have ``struct_info``, whose new symbolic sizes it
+    defines: ``lv = R.match_cast(x, R.Tensor((n, 4), "float32"))`` gives ``n`` the value's
+    first size (an error if the value has another rank, dtype or a size that disagrees)."""
+    if not isinstance(struct_info, StructInfo):
+        raise TypeError(f"R.match_cast: the second argument must be structure info such as "
+                        f"R.Tensor((n, 4), \"float32\"), got {struct_info!r}")
+    return make_call("relax.match_cast", (as_expr(value),), sinfo_args=(struct_info,))

@@ -24,7 +24,7 @@ from ..expr import Call, Function, Op
 from ..functor import ExprMutator
 from ..op.legalize import legalize_rule
 
-LOWERED_OPS = ("relax.call_tir", "relax.call_dps_packed")
+LOWERED_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.match_cast")   # the VM runs these
 
 
 class LegalizeError(NotImplementedError):

@@ -247,6 +247,8 @@ def _quick_check(sinfo, device_type: str, convert: bool):
 def _quick_dims(shape):
     """[(static size or None, symbolic Var or None, its numpy type)] when every dimension of
     ``shape`` is a constant or a variable; else None."""
+    if shape is None:   # only the rank (or nothing) is known: the full match checks it
+        return None
     dims = []
     for dim in shape:
         if isinstance(dim, IntImm):

@@ -39,7 +39,7 @@ from .memory import Layout, MemoryPlan, Workspace
 from .native_sequence import NativeSequence, runs_as_sequence
 from .segment import free_after, segment_steps
 
-RUNNABLE_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.reshape")
+RUNNABLE_OPS = ("relax.call_tir", "relax.call_dps_packed", "relax.reshape", "relax.match_cast")
 
 
 class _Frame:
@@ -188,6 +188,8 @@ class Program:
                     "relax.build, which legalizes it"))
             if value.op.name == "relax.reshape":
                 return _View(self, value, binding.var, slot)
+            if value.op.name == "relax.match_cast":
+                return _MatchCast(self, self._reader(value.args[0]), binding.var, slot)
             return _Kernel(self, dps_call(value), born, slot)
         args = [self._reader(a) for a in value.args]
         if isinstance(value.op, GlobalVar):
@@ -224,6 +226,19 @@ class _Bind:
 
     def run(self, frame) -> None:
         frame.regs[self.slot] = self.reader(frame)
+
+
+class _MatchCast:
+    """``var = R.match_cast(value, sinfo)``: the value, checked against the variable's structure
+    info; the symbolic sizes it introduces are defined from it."""
+
+    def __init__(self, program: Program, reader, var, slot: int):
+        self.reader, self.var, self.slot, self.matcher = reader, var, slot, program.matcher
+
+    def run(self, frame) -> None:
+        value = self.reader(frame)
+        self.matcher.result(self.var, value, frame.env)
+        frame.regs[self.slot] = value
 
 
 class _Kernel:
