@@ -393,3 +393,19 @@ def test_a_convolution_read_by_more_than_its_pooling_is_not_fused_with_it():
     fused = relax.transform.FuseOps(windows=True)(legal)
     assert sorted(gv.name_hint for gv in fused.functions if gv.name_hint.startswith("fused")) \
         == ["fused_conv2d_relu"]
+
+
+def test_a_masked_softmax_over_a_symbolic_length_is_scheduled_and_right():
+    # its reductions read a scalar (the scale), which is no data reuse: no tile is attempted
+    n = tir.Var("n", "int64")
+    scale = relax.const(0.125, "float32")
+    mod = graph([(4, n, n)], lambda s: R.nn.softmax(R.add(
+        R.multiply(s, scale), R.triu(R.full_like(s, relax.const(-1e9, "float32")), 1))))
+    ex = relax.build(mod, "llvm")
+    assert list(default_schedule_report(ex.mod).values()) == ["reduction"]
+    rng = np.random.default_rng(3)
+    for length in (1, 6):
+        s = rng.standard_normal((4, length, length)).astype("float32")
+        z = s * np.float32(0.125) + np.triu(np.full((length, length), -1e9, "float32"), 1)
+        e = np.exp(z - z.max(-1, keepdims=True))
+        np.testing.assert_allclose(run(ex, s), e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)

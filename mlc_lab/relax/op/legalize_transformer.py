@@ -5,19 +5,8 @@ from __future__ import annotations
 from ... import topi
 from ..expr import Constant, PrimValue, Tuple, TupleGetItem, Var
 from ..struct_info import TupleStructInfo
+from .legalize import _attr, _te   # this module is imported at the end of legalize.py
 from .registry import register_legalize
-
-
-def _te(name: str, te_func, *extra, **options):
-    def legalize(bb, call):
-        args = [a(call) if callable(a) else a for a in extra]
-        kwargs = {k: v(call) if callable(v) else v for k, v in options.items()}
-        return bb.call_te(te_func, *call.args, *args, primfunc_name_hint=name, **kwargs)
-    return legalize
-
-
-def _attr(key: str):
-    return lambda call: call.attrs[key]
 
 
 for _name in ("erf", "rsqrt", "sin", "cos", "square"):

@@ -176,13 +176,15 @@ def _apply_rules(sch, lanes: int, parallel: bool) -> str:
     reuse = [b for b in reuse if b.name_hint not in pooled]
     if len(reuse) > 1:
         raise Unschedulable(f"{len(reuse)} reductions with data reuse in one kernel")
-    rules, reasons = decoded, []
+    rules, reasons, untiled = decoded, [], []
     for block in reuse:
         try:
             rules.append(tile_reduction(sch, sch.get_block(block.name_hint, "main"), lanes,
                                         parallel, pooling=pooling[block.name_hint]))
-        except Unschedulable as err:
+        except Unschedulable as err:   # before any change: scheduled as a plain reduction
             reasons.append(str(err))
+            untiled.append(block)
+    reuse = [b for b in reuse if all(b is not u for u in untiled)]
     if rules and rules[0].endswith("+pool"):   # the pooling is computed in the tile
         reuse += [b for b in reductions if b.name_hint in pooled]
     groups = [(reduce, [b for b in reductions if all(b is not r for r in reuse)]),

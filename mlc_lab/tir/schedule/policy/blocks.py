@@ -68,8 +68,8 @@ def has_data_reuse(block) -> bool:
     """Some buffer the block reads is indexed by fewer than all of its iterators (each element is
     read by several iterations), so tiling it keeps data in cache."""
     for region in block.reads:
-        if any(w.buffer is region.buffer for w in block.writes):
-            continue
+        if any(w.buffer is region.buffer for w in block.writes) or not region.region:
+            continue   # the accumulator; a scalar (a 0-d buffer) is no data to keep in cache
         used = [iv for iv in block.iter_vars
                 if any(uses_var(r.min, iv.var) or uses_var(r.extent, iv.var) for r in region.region)]
         if len(used) < len(block.iter_vars):
