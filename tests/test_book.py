@@ -39,6 +39,9 @@ SHOWN = {
            ("the IR after each pass", ".mlc-pipeline", "FuseTIR")],
     "08": [("an IR diff", ".mlc-irdiff", "tensorize"), ("the schedule stepper", ".mlc-lab-stepper", "sch.get_block"),
            ("a figure", "img", "")],
+    "09": [("printed relax with a symbolic length", ".mlc-code", "R.Tensor((1, n, 4, 32)"),
+           ("a graph before and after fusion", ".mlc-graph-diff svg.mlc-graph", ""),
+           ("an IR diff", ".mlc-irdiff", "compute_inline"), ("a figure", "img", "")],
 }
 
 

@@ -114,6 +114,10 @@ HW07_CHAINS_ONLY = _edited("hw07_graph_optimization", "task2-answer",
 HW08_NOT_TENSORIZED = _edited("hw08_hardware_specialization", "task2-answer",
                               "    sch.tensorize(tile, ACCEL_MMA)\n", "")
 
+# hw09 task 2: the quantizer rounds with np.round, halves to even (2.5 -> 2), not away from zero.
+HW09_ROUND_HALF_EVEN = _edited("hw09_todays_workloads", "task2-answer",
+                               "q = np.sign(ratio) * np.floor(np.abs(ratio) + 0.5)", "q = np.round(ratio)")
+
 # homework stem -> (the answer cell replaced, the half-right code put there, {test cell: the share
 # of its points it earns}); every test cell not named earns all of its points.
 HALF_RIGHT = {
@@ -124,6 +128,7 @@ HALF_RIGHT = {
     "hw06_gpu": ("task4-answer", HW06_NO_PADDING, {"task4-banks": 0}),
     "hw07_graph_optimization": ("task2-answer", HW07_CHAINS_ONLY, {"task2-tail": 0}),
     "hw08_hardware_specialization": ("task2-answer", HW08_NOT_TENSORIZED, {"task2-intrin": 0}),
+    "hw09_todays_workloads": ("task2-answer", HW09_ROUND_HALF_EVEN, {"task2-rounding": 0}),
 }
 
 
@@ -283,6 +288,48 @@ def wmma_matmul(mod):
     sch.bind(j1, "threadIdx.x")
     return sch.mod
 '''
+# hw09 task 1: the right numbers, but S + M and the exponentials stored as n x n buffers: not fused.
+HW09_UNFUSED_SOFTMAX = '''
+@T.prim_func
+def masked_softmax(s: T.handle, m: T.handle, p: T.handle):
+    T.func_attr({"global_symbol": "masked_softmax", "tir.noalias": True})
+    n = T.int64()
+    S = T.match_buffer(s, (n, n), "float32")
+    M = T.match_buffer(m, (n, n), "float32")
+    P = T.match_buffer(p, (n, n), "float32")
+    X = T.alloc_buffer((n, n), "float32")
+    E = T.alloc_buffer((n, n), "float32")
+    row_max = T.alloc_buffer((n,), "float32")
+    row_sum = T.alloc_buffer((n,), "float32")
+    for i, j in T.grid(n, n):
+        with T.block("add_mask"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            X[vi, vj] = S[vi, vj] + M[vi, vj]
+    for i, j in T.grid(n, n):
+        with T.block("row_max"):
+            vi, vj = T.axis.remap("SR", [i, j])
+            with T.init():
+                row_max[vi] = T.float32(-3.4e38)
+            row_max[vi] = T.max(row_max[vi], X[vi, vj])
+    for i, j in T.grid(n, n):
+        with T.block("exp"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            E[vi, vj] = T.exp(X[vi, vj] - row_max[vi])
+    for i, j in T.grid(n, n):
+        with T.block("row_sum"):
+            vi, vj = T.axis.remap("SR", [i, j])
+            with T.init():
+                row_sum[vi] = T.float32(0)
+            row_sum[vi] = row_sum[vi] + E[vi, vj]
+    for i, j in T.grid(n, n):
+        with T.block("normalize"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            P[vi, vj] = E[vi, vj] / row_sum[vi]
+'''
+# hw09 task 3: the caches are appended, but the new query attends to its own value only.
+HW09_FORGETS_CACHE = _edited("hw09_todays_workloads", "task3-answer",
+                             "logits = (x + weights @ v_cache) @ HEAD[\"w_out\"]",
+                             "logits = (x + v) @ HEAD[\"w_out\"]")
 # homework stem -> {answer cell: (the wrong code put there, the test cells that then earn 0)}; the
 # answers of one homework are replaced together, and the other tests of those tasks earn all
 # their points (the answer is wrong in that one way only).
@@ -307,6 +354,8 @@ WRONG = {
                                "task4-answer": (HW04_PEARSON, ["task4"])},
     "hw08_hardware_specialization": {"task1-answer": (HW08_DESC_WITHOUT_SCOPES, ["task1"]),
                                      "task3-answer": (HW08_CUDA_CORES, ["task3-tensor"])},
+    "hw09_todays_workloads": {"task1-answer": (HW09_UNFUSED_SOFTMAX, ["task1-fused"]),
+                              "task3-answer": (HW09_FORGETS_CACHE, ["task3"])},
     "hw06_gpu": {"task1-answer": (HW06_128_THREADS, ["task1"]),
                  "task2-answer": (HW06_ROWS_ON_X, ["task2-coalesced"]),
                  "task3-answer": (HW06_SMALL_TILES, ["task3", "task3-banks"]),
@@ -334,7 +383,7 @@ def half_right(source: Path) -> nbformat.NotebookNode:
 
 
 def test_every_chapter_from_02_has_homework():
-    assert [p.name[2:4] for p in SOURCES] == ["02", "03", "04", "05", "06", "07", "08"]
+    assert [p.name[2:4] for p in SOURCES] == ["02", "03", "04", "05", "06", "07", "08", "09"]
     assert sorted(HALF_RIGHT) == [p.stem for p in SOURCES]
 
 

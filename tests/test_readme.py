@@ -19,7 +19,7 @@ def test_readme_lists_every_chapter_and_every_chapter_reference_exists():
     root = pathlib.Path(__file__).resolve().parent.parent
     readme = (root / "README.md").read_text()
     chapters = sorted(p.name for p in (root / "chapters").glob("*.ipynb"))
-    assert [n[:2] for n in chapters] == [f"{i:02d}" for i in range(9)], chapters
+    assert [n[:2] for n in chapters] == [f"{i:02d}" for i in range(10)], chapters
     for name in chapters:
         assert f"`chapters/{name}`" in readme, f"the README's chapter map misses {name}"
     for image in re.findall(r"!\[[^]]*\]\(([^)]+)\)", readme):
