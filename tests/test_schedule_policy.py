@@ -211,7 +211,11 @@ def _blocks(func):
 def test_the_tuner_samples_packing_and_every_sample_computes_the_same():
     from mlc_lab import meta_schedule as ms
     from mlc_lab.testing import matmul_schedules as mm
-    space = ms.space_generator.PostOrderApply(num_cores=2)
+    rules = ms.schedule_rule.default_rules(2)
+    for rule in rules:
+        if isinstance(rule, ms.schedule_rule.MultiLevelTiling):
+            rule.pack = True   # off by default
+    space = ms.space_generator.PostOrderApply(rules=rules)
     seen = set()
     for seed in range(12):
         candidate = space.sample(mm.naive(32), seed)

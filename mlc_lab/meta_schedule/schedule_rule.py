@@ -8,7 +8,7 @@ for CPUs, in the order ``PostOrderApply`` runs them over every block:
 1. ``AutoInline``: elementwise blocks disappear into their consumers (or producers).
 2. ``MultiLevelTiling``: reductions with data reuse (matmul, conv) are tiled SSRSRS and write
    through a local accumulator (or carry their elementwise consumer) placed at a sampled tile;
-   an operand read along the tile's columns may (sampled) be packed into panels.
+   with ``pack=True``, an operand read along the tile's columns may (sampled) be packed.
 3. ``AddRFactor``: a reduction over many elements into few (a row sum, a dot product) may
    (sampled) be split and ``rfactor``-ed, so its inner part becomes a vectorizable loop.
 4. ``RandomComputeLocation``: the remaining blocks with consumers move under a sampled loop.
@@ -56,10 +56,11 @@ class MultiLevelTiling(ScheduleRule):
     placed there, so the tile's accumulator is a small local array. With ``pack``, it samples
     whether an operand read along the tile's columns is copied into panels as wide as the tile
     (``ANN_PACK``, applied by the postprocessor ``RewritePackedOperands`` once the tile sizes
-    are final)."""
+    are final). Off by default: the copy's primitives make each packed sample about twice as
+    costly to make, and the default schedule a model's tuning starts from packs already."""
 
     def __init__(self, structure: str = "SSRSRS", max_innermost_factor: int = 64,
-                 write_levels=(1, 2), pack: bool = True):
+                 write_levels=(1, 2), pack: bool = False):
         self.structure, self.pack = structure, pack
         self.max_innermost_factor = max_innermost_factor
         self.write_levels = list(write_levels)
