@@ -96,11 +96,10 @@ class VectorizeWarning(UserWarning):
 
 
 @contextlib.contextmanager
-def _llvm_diagnostics(seen: list):
+def _llvm_diagnostics():
     """LLVM prints its diagnostics on file descriptor 2, one line per loop it was asked to
-    vectorize and could not. They are captured and appended to ``seen``; ``_report`` turns them
-    into one Python warning (which a notebook shows and a filter can silence) and passes any
-    other diagnostic on to ``sys.stderr``."""
+    vectorize and could not. Those lines become one Python warning (which a notebook shows and a
+    filter can silence); any other diagnostic goes on to ``sys.stderr``."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile(mode="w+b") as capture:
@@ -111,10 +110,7 @@ def _llvm_diagnostics(seen: list):
             os.dup2(saved, 2)
             os.close(saved)
             capture.seek(0)
-            seen.extend(capture.read().decode(errors="replace").splitlines())
-
-
-def _report(lines: list, stacklevel: int) -> None:
+            lines = capture.read().decode(errors="replace").splitlines()
     missed = sum(_NOT_VECTORIZED in line for line in lines)
     rest = [line for line in lines if _NOT_VECTORIZED not in line]
     if rest:
@@ -123,16 +119,15 @@ def _report(lines: list, stacklevel: int) -> None:
         warnings.warn(f"llvm: {missed} loop(s) marked vectorized stayed scalar: LLVM could not "
                       "vectorize them (an inner loop, a branch, a call or an irregular index in the "
                       "body); they still compute the same values, one element at a time",
-                      VectorizeWarning, stacklevel=stacklevel + 1)
+                      VectorizeWarning, stacklevel=4)
 
 
 class JITModule:
     """LLVM IR text compiled for the host (or the CPU named by ``mcpu``): parsed, verified,
-    optimised at -O3, loaded by MCJIT. LLVM's diagnostics become a warning at once, or, with
-    ``report=False`` (a compile on another thread), wait in ``diagnostics`` until ``report()``."""
+    optimised at -O3, loaded by MCJIT."""
 
     def __init__(self, ir_text: str, mcpu: str | None = None, unroll_heuristics: bool = True,
-                 imports: tuple = (), report: bool = True):
+                 imports: tuple = ()):
         _setup()
         self.rendered_ir, self.mcpu = ir_text, mcpu
         module = llvm.parse_assembly(ir_text)
@@ -150,20 +145,12 @@ class JITModule:
         # that: a check in every copy of a fully unrolled nest can take LLVM minutes to compile.
         tuning.loop_unrolling = unroll_heuristics
         passes = llvm.create_pass_builder(machine, tuning)
-        self.diagnostics: list[str] = []
-        with _llvm_diagnostics(self.diagnostics):
+        with _llvm_diagnostics():
             passes.getModulePassManager().run(module, passes)
         self.optimized_ir = str(module)
         self.engine = llvm.create_mcjit_compiler(module, machine)   # the engine owns `machine`
         self.engine.finalize_object()
         self._asm = None
-        if report:
-            self.report(stacklevel=2)
-
-    def report(self, stacklevel: int = 2) -> None:
-        """Warn about (and print) what LLVM said while compiling, once."""
-        lines, self.diagnostics = self.diagnostics, []
-        _report(lines, stacklevel + 1)
 
     def address(self, name: str) -> int:
         return self.engine.get_function_address(name)
@@ -346,19 +333,13 @@ def _check_resolved(module) -> None:
                 "(for a tensor intrinsic, as its impl), or compile it with clang and import it so")
 
 
-def compile_llvm(functions: dict, target=None, executor=None) -> tuple[JITModule, dict]:
+def compile_llvm(functions: dict, target=None) -> tuple[JITModule, dict]:
     """Render lowered PrimFuncs ``{name: func}`` into one LLVM module and JIT-compile it; returns
-    the JITModule and each function's FunctionABI. With ``executor`` (a one-thread
-    ``concurrent.futures`` pool), the rendering happens here and LLVM's work on that thread,
-    which runs while this one goes on (llvmlite releases the GIL in LLVM): the first item
-    returned is then a Future of the JITModule, whose diagnostics wait for ``report()``."""
+    the JITModule and each function's FunctionABI."""
     target = llvm_target(target)
     text, abis = render_module(functions, target)
-    options = dict(mcpu=target.attrs["mcpu"], unroll_heuristics=not target.attrs["bounds-check"],
-                   imports=import_llvm_texts(functions))
-    if executor is not None:
-        return executor.submit(JITModule, text, report=False, **options), abis
-    return JITModule(text, **options), abis
+    return JITModule(text, target.attrs["mcpu"], unroll_heuristics=not target.attrs["bounds-check"],
+                     imports=import_llvm_texts(functions)), abis
 
 
 def load_llvm(jit: JITModule, abis: dict, functions: dict, target=None,

@@ -241,12 +241,7 @@ class Module:
         sources = [f for f in self._functions.values() if hasattr(f, "get_source")]
         if not sources:
             raise ValueError(f"a module built for target {self.target!r} has no generated source")
-        texts = []   # the functions of one build share a JIT module, or have one each
-        for function in sources:
-            text = function.get_source(fmt)
-            if text not in texts:
-                texts.append(text)
-        return "\n".join(texts)
+        return sources[0].get_source(fmt)   # the functions of one build share one JIT module
 
     def __call__(self, *args):
         return self._functions[self.entry_name](*args)

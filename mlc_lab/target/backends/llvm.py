@@ -32,30 +32,7 @@ class LLVMBackend(Backend):
     def build(self, functions, target):
         from ..._gc import paused
         with paused():   # lowering and LLVM IR building allocate a burst of acyclic objects
-            if len(functions) < 2:
-                return super().build(functions, target)
-            return self._build_overlapped(functions, target)
-
-    def _build_overlapped(self, functions, target):
-        """Several functions: each is lowered and rendered here while LLVM optimises and
-        compiles the one before it on a second thread (LLVM runs without the GIL), so a model's
-        build takes about its Python work plus the last function's LLVM time. Each function
-        gets its own LLVM module; the machine code is the same as from one module."""
-        from concurrent.futures import ThreadPoolExecutor
-        from ...ir import IRModule
-        from ...runtime.llvm_runtime import compile_llvm, load_llvm
-        from ...runtime.module import Module
-        built, pending = {}, []
-        with ThreadPoolExecutor(1, thread_name_prefix="mlc-llvm") as llvm_thread:
-            for name, func in functions.items():
-                lowered = self.lower(IRModule({name: func}), target)
-                one = self.lowered_functions(lowered, {name: func})
-                pending.append((one, *compile_llvm(one, target, executor=llvm_thread)))
-            jits = [future.result() for _, future, _ in pending]
-        for jit, (one, _, abis) in zip(jits, pending):
-            jit.report(stacklevel=4)
-            built.update(load_llvm(jit, abis, one, target, functions))
-        return Module(built, self.kind)
+            return super().build(functions, target)
 
     def lower(self, mod, target):
         from ...tir.transform import lower
