@@ -222,3 +222,18 @@ def test_array_on_another_device_is_refused(target):
     with pytest.raises(ValueError, match=r"add\(\): parameter A: the array is on cuda\(0\) but this "
                                          r"function runs on cpu\(0\)"):
         lib(on_gpu, b, c)
+
+
+def test_arrays_the_runtime_allocates_start_on_a_cache_line():
+    # a kernel's 64-byte vector loads from an array 16 bytes into a line straddle two lines
+    from mlc_lab import relax
+    from mlc_lab.frontend import nn as fnn
+    arrays = [mlc_lab.nd.array(np.ones(n, "float32")) for n in (3, 1000, 300000)]
+    arrays += [mlc_lab.nd.empty((7, 5), "float32")]
+    assert all(a.numpy_view().ctypes.data % 64 == 0 for a in arrays)
+    model = fnn.Sequential(fnn.Linear(784, 256, seed=0), fnn.ReLU(), fnn.Linear(256, 10, seed=1))
+    vm = relax.VirtualMachine(relax.build(model.to_relax((4, 784)), "llvm"), mlc_lab.cpu())
+    out = vm["main"](np.ones((4, 784), "float32"))
+    constants = [c for c in vm._programs["main"].template if isinstance(c, mlc_lab.nd.NDArray)]
+    assert len(constants) == 4 and all(c.numpy_view().ctypes.data % 64 == 0 for c in constants)
+    assert out.numpy_view().ctypes.data % 64 == 0

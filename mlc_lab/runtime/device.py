@@ -9,6 +9,28 @@ from __future__ import annotations
 
 import numpy as np
 
+ALIGNMENT = 64   # bytes: a cache line, and the widest vector load (AVX-512)
+
+
+def zeros(shape, dtype) -> np.ndarray:
+    """A zero-filled numpy array whose data starts on an ALIGNMENT boundary. numpy's own start
+    16 bytes into a cache line as often as not, and a kernel's vector loads from such an array
+    each straddle two lines: measured, a whole model ran 10% slower from one build to the next
+    as its constants happened to land."""
+    dtype = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.zeros(nbytes + ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def aligned_copy(array: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of ``array`` on an ALIGNMENT boundary."""
+    out = zeros(array.shape, array.dtype)
+    np.copyto(out, array)
+    return out
+
 DEVICE_TYPES = ("cpu", "cuda")
 
 
@@ -36,7 +58,7 @@ class HostAllocator(Allocator):
     host_visible = True
 
     def allocate(self, device, shape, dtype):
-        return np.zeros(shape, dtype)
+        return zeros(shape, dtype)
 
     def free(self, storage) -> None:
         """Nothing to do: numpy frees the array when the last reference goes."""

@@ -26,6 +26,7 @@ from typing import Optional
 import numpy as np
 
 from ...runtime.interpreter.expr import np_dtype
+from ...runtime.device import zeros
 from ...runtime.ndarray import NDArray
 from ..transform.static_plan_block_memory import PLAN_ATTR
 
@@ -108,7 +109,7 @@ class Workspace:
     """The storages of a Layout, and a view of the right shape into them for each planned site."""
 
     def __init__(self, layout: Layout, stats: "CallStats", device):
-        storages = {sid: np.zeros(size, np.uint8) for sid, size in layout.sizes.items()}
+        storages = {sid: zeros(size, np.uint8) for sid, size in layout.sizes.items()}
         for size in layout.sizes.values():
             stats.count_allocation(size)
         self.views = {}
@@ -139,7 +140,7 @@ class CallStats:
         self.count_allocation(nbytes)
         self.unplanned_bytes += nbytes
         self.occupy(nbytes)
-        return NDArray(np.zeros(shape, np_type), device)
+        return NDArray(zeros(shape, np_type), device)
 
     def occupy(self, nbytes: int) -> None:
         self.live_bytes += nbytes

@@ -21,9 +21,9 @@ from __future__ import annotations
 import ctypes
 import threading
 
-import numpy as np
 
 from ...runtime import llvm_runtime, parallel
+from ...runtime.device import zeros
 from ...runtime.ndarray import NDArray
 from ..expr import Var
 
@@ -116,7 +116,7 @@ class NativeSequence:
                 k += 1
             fresh, device = [], self.program.vm.device
             for _, shape, np_type in self.outputs:
-                out = NDArray.wrap_new(np.zeros(shape, np_type), device)
+                out = NDArray.wrap_new(zeros(shape, np_type), device)
                 fresh.append(out)
                 table[k] = out.address
                 k += 1

@@ -27,6 +27,7 @@ import numpy as np
 
 from ...ir.module import GlobalVar
 from ...runtime.interpreter.expr import np_dtype
+from ...runtime.device import aligned_copy
 from ...runtime.ndarray import NDArray
 from ...runtime.packed import get_global_func
 from ...tir.function import PrimFunc
@@ -149,7 +150,7 @@ class Program:
         if isinstance(expr, Constant):
             if id(expr) not in self.constants:
                 self.constants[id(expr)] = self._new_register()
-                self.template[-1] = NDArray(expr.data.copy(), self.vm.device)
+                self.template[-1] = NDArray(aligned_copy(expr.data), self.vm.device)
             return self.constants[id(expr)]
         raise _NotRunnable(NotImplementedError(
             f"the VirtualMachine passes variables and constants to calls, not a "

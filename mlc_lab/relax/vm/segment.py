@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import ctypes
 
-import numpy as np
 
 from ...runtime import llvm_runtime, parallel
+from ...runtime.device import zeros
 from ...runtime.ndarray import NDArray
 from ...tir.expr import IntImm, Var as TirVar
 from ..expr import TupleGetItem, Var
@@ -212,8 +212,8 @@ class Segment:
         table, env, device = self.table_type(), frame.env, self.device
         fresh, sizes = [], []
         for index, shape, readers, np_type, _ in self.fresh:
-            array = np.zeros(shape if shape is not None else tuple(read(env) for read in readers),
-                             np_type)
+            array = zeros(shape if shape is not None else tuple(read(env) for read in readers),
+                          np_type)
             out = NDArray.wrap_new(array, device)
             table[index] = out.address
             fresh.append(out)
