@@ -127,8 +127,18 @@ def test_decode_schedule_is_a_trace_that_replays():
     rows = tir.Schedule(_kernel((4,), 128, 64, 8, 16))
     assert not is_dequant_gemv(rows.get(rows.get_block("quantized_matmul")))
     x, w = te.placeholder((1, 128), name="x"), te.placeholder((128, 64), name="w")
-    gemv = tir.Schedule(te.create_prim_func([x, w, mlc_lab.topi.matmul(x, w)]))
+    float_gemv = te.create_prim_func([x, w, mlc_lab.topi.matmul(x, w)])
+    gemv = tir.Schedule(float_gemv)
     assert not is_dequant_gemv(gemv.get(gemv.get_block("T_matmul")))
+    # ... unless asked: a float layer at batch 1 streams its weights the same way ("gemv")
+    assert is_dequant_gemv(gemv.get(gemv.get_block("T_matmul")), floats=True)
+    rule, sch = default_schedule(float_gemv, 16, 2)
+    assert rule == "gemv"
+    verify_trace_roundtrip(sch, float_gemv)
+    args = [rng.standard_normal((1, 128)).astype("float32"),
+            rng.standard_normal((128, 64)).astype("float32"), np.zeros((1, 64), "float32")]
+    mlc_lab.build(sch.mod, "llvm")["main"](*args)
+    np.testing.assert_allclose(args[2], args[0] @ args[1], rtol=1e-4, atol=1e-4)
 
 
 def test_kernel_with_a_symbolic_number_of_rows():

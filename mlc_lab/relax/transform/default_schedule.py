@@ -10,6 +10,7 @@ Each kernel gets the rule of its most demanding block (``default_schedule_rules`
     one row over packed int weights  "dequant_gemv"      parallel column strips, reduction
                                                          outside the vectors (a batch-1
                                                          quantized matmul: default_schedule_dequant)
+    one row over a float matrix      "gemv"              the same loops (a layer at batch 1)
     only spatial blocks              "elementwise"       vector inner loop
 
 First every spatial intermediate with one spatial consumer is inlined into it (a bias add into

@@ -13,6 +13,10 @@ columns contiguous (``topi.quantized_matmul``'s layout). The rule:
   vector registers, while the strip's partial sums stay in the first-level cache;
 - moves a single elementwise consumer (a bias add, an activation) into the strip.
 
+A float layer at batch 1 whose weight matrix is read along the columns streams the same way and
+gets the same loops (rule "gemv"): measured against the register tile in the same run, 784 -> 256
+0.032 against 0.037 ms, 4096 -> 4096 1.6 against 2.2 ms.
+
 A tile over the outputs (``tile_reduction``), or one strip of a few vectors reduced over all of
 k, reads the weight matrix column strip by column strip: a new memory page every row, which the
 prefetcher does not follow (measured: 2 to 4 times slower for 4096 x 4096 int4 weights).
@@ -48,10 +52,12 @@ VECTORS = 4         # vectors of columns computed together for one reduction ste
 K_STEP = 4          # reduction steps unrolled together when one step decodes one weight
 
 
-def is_dequant_gemv(block) -> bool:
+def is_dequant_gemv(block, floats: bool = False) -> bool:
     """A reduction with one row of outputs (every spatial iterator but the output's last one has
     extent 1), one reduction iterator, and an integer operand read along the columns, element by
-    element (packed weights decoded in the block's body)."""
+    element (packed weights decoded in the block's body); with ``floats``, a float matrix read
+    so counts too when the block reads another operand (a float layer at batch 1, whose weights
+    stream the same way; not a column sum)."""
     col = store_axis(block)
     if col is None or block.init is None or len(block.writes) != 1:
         return False
@@ -63,7 +69,9 @@ def is_dequant_gemv(block) -> bool:
         if extent is None or (n != col and n not in reduce_at and extent != 1):
             return False
     col_var = block.iter_vars[col].var
-    return any(not dt.is_float(r.buffer.dtype) and _walks(r, col_var) for r in operands(block))
+    reads = operands(block)
+    return any((not dt.is_float(r.buffer.dtype) or floats and len(r.region) == 2 and len(reads) > 1)
+               and _walks(r, col_var) for r in reads)
 
 
 def _walks(region, var) -> bool:
@@ -77,18 +85,18 @@ def schedule_dequant_gemvs(sch, reductions: list, lanes: int, parallel: bool) ->
     done, left = [], []
     for block in reductions:
         try:
-            if not is_dequant_gemv(block):
+            if not is_dequant_gemv(block, floats=True):
                 raise Unschedulable(block.name_hint)
             done.append(dequant_gemv(sch, sch.get_block(block.name_hint, "main"), lanes, parallel,
-                                    default_threads()))
+                                    default_threads(), check=False))
         except Unschedulable:
             left.append(block)
     return done, left
 
 
 def dequant_gemv(sch, block_rv, lanes: int, parallel: bool, cores: int = 1, check: bool = True) -> str:
-    """Schedule the block as the module docstring says; "dequant_gemv". ``check=False`` takes any
-    one-row reduction (a float GEMV, to compare the same loop order on float weights)."""
+    """Schedule the block as the module docstring says; "dequant_gemv" (or "gemv" for float
+    weights). ``check=False`` takes any one-row reduction."""
     block = sch.get(block_rv)
     if check and not is_dequant_gemv(block):
         raise Unschedulable(f"block {block.name_hint} is not a one-row product over decoded weights")
@@ -116,7 +124,7 @@ def dequant_gemv(sch, block_rv, lanes: int, parallel: bool, cores: int = 1, chec
     consumers = sch.get_consumers(block_rv)
     if len(consumers) == 1 and is_spatial(sch.get(consumers[0])):
         _epilogue(sch, consumers[0], strip, lanes)
-    return "dequant_gemv"
+    return "dequant_gemv" if is_dequant_gemv(block) else "gemv"
 
 
 def const_extent(region) -> int:
