@@ -24,7 +24,8 @@ from ..tir.schedule.policy.blocks import (ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZ
                                           is_reduction, is_reduction_block, is_spatial, loops_match_iters,
                                           tileable_loops, writes_param)
 from ..tir.schedule.policy.inline import InlinePolicy
-from ..tir.schedule.policy.pack import ANN_PACK, packable
+from ..tir.schedule.policy.pack import (ANN_PACK, SYMBOLIC_K_PAD, SYMBOLIC_PAD, packable,
+                                        pad_symbolic)
 
 
 class ScheduleRule:
@@ -71,10 +72,11 @@ class MultiLevelTiling(ScheduleRule):
         if loops is None:
             return
         if any(const_int(sch.get(loop).extent) is None for loop in loops):
-            loops = _pad_symbolic(sch, block_rv)
-            if loops is None:
-                return
-            block = sch.get(block_rv)
+            try:
+                pad_symbolic(sch, block_rv)
+            except ScheduleError:
+                return   # refused before any change
+            loops, block = tileable_loops(sch, block_rv), sch.get(block_rv)
         n_spatial = self.structure.count("S")
         n_reduce = self.structure.count("R")
         groups = {"S": [[] for _ in range(n_spatial)], "R": [[] for _ in range(n_reduce)]}
@@ -107,30 +109,14 @@ class MultiLevelTiling(ScheduleRule):
 
     def _tile(self, sch, loop, n: int, kind: str) -> list:
         """``n`` pieces of ``loop``: a perfect tiling sampled for a constant extent; for a
-        symbolic one (padded to a multiple of SYMBOLIC_PAD), the outermost piece takes the
-        symbolic part and the others a sampled tiling of the multiple."""
+        symbolic one (padded by ``pad_symbolic``), the outermost piece takes the symbolic part and
+        the others a sampled tiling of the multiple it was padded to."""
         if const_int(sch.get(loop).extent) is not None:
             tiles = sch.sample_perfect_tile(loop, n=n, max_innermost_factor=self.max_innermost_factor)
             return list(sch.split(loop, factors=tiles))
-        outer, inner = sch.split(loop, [None, SYMBOLIC_PAD[kind]])
+        outer, inner = sch.split(loop, [None, SYMBOLIC_PAD if kind == "S" else SYMBOLIC_K_PAD])
         tiles = sch.sample_perfect_tile(inner, n=n - 1, max_innermost_factor=self.max_innermost_factor)
         return [outer, *sch.split(inner, factors=tiles)] if n > 2 else [outer, inner]
-
-
-SYMBOLIC_PAD = {"S": 16, "R": 4}   # a symbolic extent is padded to a multiple of this to be tiled
-
-
-def _pad_symbolic(sch, block_rv) -> list | None:
-    """Pad the block's symbolic extents (``pad_einsum``) to multiples of SYMBOLIC_PAD, so that
-    tiles divide them; the padded loops, or None where the block cannot be padded."""
-    block = sch.get(block_rv)
-    factors = [1 if const_int(iv.dom.extent) is not None
-               else SYMBOLIC_PAD["S" if iv.iter_type == "spatial" else "R"] for iv in block.iter_vars]
-    try:
-        sch.pad_einsum(block_rv, factors)
-    except ScheduleError:
-        return None
-    return tileable_loops(sch, block_rv)
 
 
 class AddRFactor(ScheduleRule):

@@ -26,7 +26,8 @@ from ...tir.schedule import ScheduleError
 from ...tir.schedule.policy.blocks import (is_spatial, iter_values, loops_match_iters,
                                            writes_param)
 from ...tir.schedule.policy.inline import InlinePolicy
-from ...tir.schedule.policy.pack import annotate, pack_panels, split_last, store_axis, strides
+from ...tir.schedule.policy.pack import (annotate, pack_panels, pad_symbolic, split_last,
+                                         store_axis, strides)
 from ...tir.schedule.primitives.scope import const_int
 from ...tir.stmt_functor import loads_in, uses_var
 
@@ -36,8 +37,6 @@ UNROLL_STEPS = 64          # innermost iterations unrolled: the tile and its red
 PACK_MIN_STRIDE = 1024     # pack an operand whose reduction steps lie this many elements apart
 CHAINS = 8                 # independent accumulators that hide a multiply-add's latency
 SPLIT_K_MIN = 64           # reduction steps worth splitting into interleaved partial sums
-SYMBOLIC_PAD = 16          # a tile pads a symbolic output size to a multiple of this ...
-SYMBOLIC_K_PAD = 4         # ... and a symbolic reduction to a multiple of the unrolled steps
 ANY_EXTENT = 1 << 30       # a parallel width that takes a loop of symbolic extent too
 
 
@@ -96,21 +95,13 @@ def work(extents) -> int:
     return ANY_EXTENT if any(not isinstance(e, int) for e in extents) else prod(extents)
 
 
-def pad_symbolic(sch, block_rv) -> None:
-    """Pad a reduction's symbolic sizes (``pad_einsum``: its spatial ones to SYMBOLIC_PAD, its
-    reduction ones to SYMBOLIC_K_PAD), so that a register tile divides them and needs no guard;
-    the padded result's copy back is inlined into the block reading it, when there is one.
-    A tile over a prompt of n tokens computes at most 15 rows too many."""
-    block = sch.get(block_rv)
-    factors = [1 if const_int(iv.dom.extent) is not None
-               else SYMBOLIC_PAD if iv.iter_type == "spatial" else SYMBOLIC_K_PAD
-               for iv in block.iter_vars]
-    if factors == [1] * len(factors):
-        return
+def pad_to_tiles(sch, block_rv) -> None:
+    """``policy.pack.pad_symbolic``, then the padded result's copy back inlined into the block
+    reading it, when there is one."""
     try:
-        sch.pad_einsum(block_rv, factors)
+        pad_symbolic(sch, block_rv)
     except ScheduleError as err:
-        raise Unschedulable(f"block {block.name_hint} has a symbolic size that pad_einsum cannot "
+        raise Unschedulable(f"block {block_rv.name} has a symbolic size that pad_einsum cannot "
                             f"pad: {str(err).splitlines()[0]}") from err
     for copy in sch.get_consumers(block_rv):
         try:
@@ -219,7 +210,7 @@ def tile_reduction(sch, block_rv, lanes: int, parallel: bool, split_k: bool = Tr
     loops, extents = matching_loops(sch, block_rv, symbolic=True)
     padded = None in extents   # a symbolic size: as few as one row, which a panel copy would not pay for
     if padded:
-        pad_symbolic(sch, block_rv)
+        pad_to_tiles(sch, block_rv)
         loops, extents = matching_loops(sch, block_rv, symbolic=True)
         if None in extents:
             raise Unschedulable(f"block {block_rv.name} has a symbolic extent it cannot pad")

@@ -20,6 +20,8 @@ from ..primitives.scope import const_int
 from .blocks import ANN_PARALLEL, ANN_UNROLL, ANN_VECTORIZE, iter_values
 
 ANN_PACK = "meta_schedule.pack_panels"
+SYMBOLIC_PAD = 16     # a tile pads a symbolic output size to a multiple of this ...
+SYMBOLIC_K_PAD = 4    # ... and a symbolic reduction size to a multiple of this
 MAX_LANES = 16   # float32 lanes of the widest vector register the tuner assumes
 
 
@@ -54,6 +56,19 @@ def split_last(sch, loops: list, extent: int, width: int) -> list:
     if 1 < width < extent:
         return loops[:-1] + list(sch.split(loops[-1], [None, width]))
     return loops
+
+
+def pad_symbolic(sch, block_rv) -> None:
+    """Pad the block's symbolic extents (``pad_einsum``), spatial ones to multiples of
+    SYMBOLIC_PAD and reduction ones to multiples of SYMBOLIC_K_PAD, so that
+    tiles of those sizes divide them and need no guard (a tile over a prompt of n tokens computes
+    at most 15 rows too many). Where pad_einsum refuses the block, its ScheduleError is raised
+    with nothing changed."""
+    factors = [1 if const_int(iv.dom.extent) is not None
+               else SYMBOLIC_PAD if iv.iter_type == "spatial" else SYMBOLIC_K_PAD
+               for iv in sch.get(block_rv).iter_vars]
+    if factors != [1] * len(factors):
+        sch.pad_einsum(block_rv, factors)
 
 
 def panel_operand(block, read_index: int, col_var, k_var) -> int | None:
