@@ -25,41 +25,52 @@ POLY = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
 LOW, OVERFLOW = -88.3762626647949, 88.72283935546875
 
 
-def exp_f32(builder: ir.IRBuilder, x, floor, flags=("contract",)):
-    """exp of a float32 vector ``x``; ``floor(v)`` emits ``llvm.floor`` of a vector like it."""
-    typ = x.type
-    lanes = typ.count
+class _Vectors:
+    """Emits float32 vector arithmetic of ``lanes`` lanes with the given fast-math ``flags``."""
 
-    def splat(value, element=ir.FloatType()):
-        return ir.Constant(ir.VectorType(element, lanes), [ir.Constant(element, value)] * lanes)
+    def __init__(self, builder: ir.IRBuilder, lanes: int, flags):
+        self.builder, self.lanes, self.flags = builder, lanes, flags
 
-    def arith(op, a, b):
-        instr = getattr(builder, op)(a, b)
-        instr.flags.extend(flags)
+    def splat(self, value, element=ir.FloatType()):
+        return ir.Constant(ir.VectorType(element, self.lanes), [ir.Constant(element, value)] * self.lanes)
+
+    def arith(self, op: str, a, b):
+        instr = getattr(self.builder, op)(a, b)
+        instr.flags.extend(self.flags)
         return instr
 
-    def fmul_add(a, b, c):
-        return arith("fadd", arith("fmul", a, b), c)
+    def fmul_add(self, a, b, c):
+        return self.arith("fadd", self.arith("fmul", a, b), c)
 
-    clamped = builder.select(builder.fcmp_ordered("<", x, splat(LOW)), splat(LOW), x)
-    clamped = builder.select(builder.fcmp_ordered(">", clamped, splat(OVERFLOW)), splat(OVERFLOW),
-                             clamped)
-    n = floor(fmul_add(clamped, splat(LOG2E), splat(0.5)))
-    r = arith("fsub", clamped, arith("fmul", n, splat(C1)))
-    r = arith("fsub", r, arith("fmul", n, splat(C2)))
-    p = splat(POLY[0])
-    for coefficient in POLY[1:]:
-        p = fmul_add(p, r, splat(coefficient))
-    r2 = arith("fmul", r, r)
-    e = arith("fadd", fmul_add(p, r2, r), splat(1.0))
+    def polynomial(self, coefficients, z):
+        """``((c0 z + c1) z + c2) ...``: Horner's rule."""
+        p = self.splat(coefficients[0])
+        for coefficient in coefficients[1:]:
+            p = self.fmul_add(p, z, self.splat(coefficient))
+        return p
+
+    def where(self, predicate: str, a, b, then, otherwise):
+        """``then`` where ``a predicate b`` (ordered), else ``otherwise``."""
+        return self.builder.select(self.builder.fcmp_ordered(predicate, a, b), then, otherwise)
+
+
+def exp_f32(builder: ir.IRBuilder, x, floor, flags=("contract",)):
+    """exp of a float32 vector ``x``; ``floor(v)`` emits ``llvm.floor`` of a vector like it."""
+    v = _Vectors(builder, x.type.count, flags)
+    clamped = v.where("<", x, v.splat(LOW), v.splat(LOW), x)
+    clamped = v.where(">", clamped, v.splat(OVERFLOW), v.splat(OVERFLOW), clamped)
+    n = floor(v.fmul_add(clamped, v.splat(LOG2E), v.splat(0.5)))
+    r = v.arith("fsub", clamped, v.arith("fmul", n, v.splat(C1)))
+    r = v.arith("fsub", r, v.arith("fmul", n, v.splat(C2)))
+    r2 = v.arith("fmul", r, r)
+    e = v.arith("fadd", v.fmul_add(v.polynomial(POLY, r), r2, r), v.splat(1.0))
     # 2^n from its exponent bits; n = 128 (x near the top) has none: 2^127 times 2
-    top = builder.select(builder.fcmp_ordered(">", n, splat(127.0)), splat(127.0), n)
-    e = arith("fmul", e, arith("fadd", arith("fsub", n, top), splat(1.0)))
+    top = v.where(">", n, v.splat(127.0), v.splat(127.0), n)
+    e = v.arith("fmul", e, v.arith("fadd", v.arith("fsub", n, top), v.splat(1.0)))
     int32 = ir.IntType(32)
-    exponent = builder.add(builder.fptosi(top, ir.VectorType(int32, lanes)), splat(127, int32))
-    scale = builder.bitcast(builder.shl(exponent, splat(23, int32)), typ)
-    result = arith("fmul", e, scale)
-    result = builder.select(builder.fcmp_ordered(">", x, splat(OVERFLOW)), splat(float("inf")), result)
+    exponent = builder.add(builder.fptosi(top, ir.VectorType(int32, v.lanes)), v.splat(127, int32))
+    scale = builder.bitcast(builder.shl(exponent, v.splat(23, int32)), x.type)
+    result = v.where(">", x, v.splat(OVERFLOW), v.splat(float("inf")), v.arith("fmul", e, scale))
     return builder.select(builder.fcmp_unordered("uno", x, x), x, result)
 
 
@@ -70,24 +81,12 @@ TANH_POLY = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.333144220
 def tanh_f32(builder: ir.IRBuilder, x, floor, flags=("contract",)):
     """tanh of a float32 vector, as Cephes' tanhf: ``x + x^3 P(x^2)`` where |x| < 0.625, else
     ``1 - 2 / (exp(2|x|) + 1)`` with the sign of x (within 2 ulp; +-1 beyond |x| = 44)."""
-    typ = x.type
-    lanes = typ.count
-
-    def splat(value):
-        return ir.Constant(typ, [ir.Constant(ir.FloatType(), value)] * lanes)
-
-    def arith(op, a, b):
-        instr = getattr(builder, op)(a, b)
-        instr.flags.extend(flags)
-        return instr
-
-    magnitude = builder.select(builder.fcmp_ordered("<", x, splat(0.0)), builder.fneg(x), x)
-    s = exp_f32(builder, arith("fmul", magnitude, splat(2.0)), floor, flags)
-    far = arith("fsub", splat(1.0), arith("fdiv", splat(2.0), arith("fadd", s, splat(1.0))))
-    far = builder.select(builder.fcmp_ordered("<", x, splat(0.0)), builder.fneg(far), far)
-    z = arith("fmul", x, x)
-    p = splat(TANH_POLY[0])
-    for coefficient in TANH_POLY[1:]:
-        p = arith("fadd", arith("fmul", p, z), splat(coefficient))
-    near = arith("fadd", arith("fmul", arith("fmul", p, z), x), x)
-    return builder.select(builder.fcmp_ordered("<", magnitude, splat(0.625)), near, far)
+    v = _Vectors(builder, x.type.count, flags)
+    zero = v.splat(0.0)
+    magnitude = v.where("<", x, zero, builder.fneg(x), x)
+    s = exp_f32(builder, v.arith("fmul", magnitude, v.splat(2.0)), floor, flags)
+    far = v.arith("fsub", v.splat(1.0), v.arith("fdiv", v.splat(2.0), v.arith("fadd", s, v.splat(1.0))))
+    far = v.where("<", x, zero, builder.fneg(far), far)
+    z = v.arith("fmul", x, x)
+    near = v.arith("fadd", v.arith("fmul", v.arith("fmul", v.polynomial(TANH_POLY, z), z), x), x)
+    return v.where("<", magnitude, v.splat(0.625), near, far)
