@@ -114,9 +114,9 @@ HW07_CHAINS_ONLY = _edited("hw07_graph_optimization", "task2-answer",
 HW08_NOT_TENSORIZED = _edited("hw08_hardware_specialization", "task2-answer",
                               "    sch.tensorize(tile, ACCEL_MMA)\n", "")
 
-# hw09 task 2: the quantizer rounds with np.round, halves to even (2.5 -> 2), not away from zero.
+# hw09 task 2: the quantizer rounds with np.round, halves to even (2.5 -> 2), not up.
 HW09_ROUND_HALF_EVEN = _edited("hw09_todays_workloads", "task2-answer",
-                               "q = np.sign(ratio) * np.floor(np.abs(ratio) + 0.5)", "q = np.round(ratio)")
+                               "np.floor(ratio + 0.5)", "np.round(ratio)")
 
 # homework stem -> (the answer cell replaced, the half-right code put there, {test cell: the share
 # of its points it earns}); every test cell not named earns all of its points.
@@ -330,6 +330,35 @@ def masked_softmax(s: T.handle, m: T.handle, p: T.handle):
 HW09_FORGETS_CACHE = _edited("hw09_todays_workloads", "task3-answer",
                              "logits = (x + weights @ v_cache) @ HEAD[\"w_out\"]",
                              "logits = (x + v) @ HEAD[\"w_out\"]")
+# -- answers that try to pass without doing the task: each must lose the tests named --------------
+# hw09 task 2: the library's symmetric quantizer, its q shifted into 0..255 (so q * scale + low is right).
+HW09_LIBRARY_QUANTIZER = '''
+from mlc_lab.topi.quantize import quantize
+
+
+def quantize_asym(w, group_size):
+    q, scale = quantize(w, bits=8, group_size=group_size)
+    return (q.astype("int16") + 127).astype("uint8"), scale, (-127 * scale).astype("float32")
+
+
+def dequantize_asym(q, scale, low):
+    group_size = q.shape[0] // scale.shape[0]
+    return (q.astype("float32") * np.repeat(scale, group_size, axis=0)
+            + np.repeat(low, group_size, axis=0)).astype("float32")
+'''
+# hw09 task 3: the text read back from the caches (the token whose key matches each row), then every
+# position recomputed with the setup's logits_without_cache: right on real caches, blind to others.
+HW09_RECOMPUTES_TEXT = '''
+def decode_step(token, position, k_cache, v_cache):
+    text = [min(range(VOCAB), key=lambda t: float(np.abs(key_value(t, j)[0] - k_cache[j]).sum()))
+            for j in range(position)]
+    k, v = key_value(token, position)
+    return (logits_without_cache(text + [token])[-1], np.vstack([k_cache, k]).astype("float32"),
+            np.vstack([v_cache, v]).astype("float32"))
+'''
+GAMED = {"hw09_todays_workloads": {"task2-answer": (HW09_LIBRARY_QUANTIZER, ["task2", "task2-rounding"]),
+                                   "task3-answer": (HW09_RECOMPUTES_TEXT, ["task3"])}}
+
 # homework stem -> {answer cell: (the wrong code put there, the test cells that then earn 0)}; the
 # answers of one homework are replaced together, and the other tests of those tasks earn all
 # their points (the answer is wrong in that one way only).
@@ -424,7 +453,7 @@ def test_every_task_has_a_documented_wrong_answer(source):
     wrong = WRONG.get(source.stem, {})
     covered = {answer.split("-")[0] for answer in [*wrong, HALF_RIGHT[source.stem][0]]}
     assert covered == {test.split("-")[0] for test in tests}
-    for answer, (code, losing) in wrong.items():
+    for answer, (code, losing) in [*wrong.items(), *GAMED.get(source.stem, {}).items()]:
         assert code.strip() and code.strip() != _solution(source.stem, answer).strip(), \
             f"the wrong answer for {answer} no longer applies to the source"
         assert losing and set(losing) <= tests and {t.split("-")[0] for t in losing} == {answer.split("-")[0]}
@@ -452,9 +481,10 @@ def test_grader_gives_solutions_full_marks_stubs_zero_and_half_right_what_the_te
     solved.write_bytes(source.read_bytes())
     blank.write_bytes((REPO / "exercises" / source.name).read_bytes())
     nbformat.write(half_right(source), str(half))
-    wrong = WRONG.get(source.stem, {})
-    if wrong:
-        nbformat.write(replaced(source, {g: code for g, (code, _) in wrong.items()}), str(folder / "wrong.ipynb"))
+    wrong, gamed = WRONG.get(source.stem, {}), GAMED.get(source.stem, {})
+    for name, answers in (("wrong", wrong), ("gamed", gamed)):
+        if answers:
+            nbformat.write(replaced(source, {g: code for g, (code, _) in answers.items()}), str(folder / f"{name}.ipynb"))
     results = {r["name"]: r for r in grade_many(source, sorted(folder.glob("*.ipynb")), tmp_path / "out", jobs=2,
                                                 progress_bar=False)}
     full = results["solved"]
@@ -475,13 +505,20 @@ def test_grader_gives_solutions_full_marks_stubs_zero_and_half_right_what_the_te
     want = {t["grade_id"]: t["max_score"] * shares.get(t["grade_id"], 1) for t in partly["tests"]}
     outputs = {t["grade_id"]: t["output"] for t in partly["tests"] if got[t["grade_id"]] != want[t["grade_id"]]}
     assert got == pytest.approx(want), outputs
-    if wrong:     # each wrong answer loses its tests, and only those of its task
-        losing = {test for _, tests in wrong.values() for test in tests}
-        tasks = {answer.split("-")[0] for answer in wrong}
-        # a timed test's share follows the machine's load (the solved notebook earns it in full)
-        timed = {t.grade_id for t in notebook.tasks(notebook.read(source)) if "checks.speedup(" in t.source}
-        tests = [t for t in results["wrong"]["tests"] if t["grade_id"].split("-")[0] in tasks
-                 and (t["grade_id"] in losing or t["grade_id"] not in timed)]
-        got = {t["grade_id"]: t["score"] for t in tests}
-        want = {t["grade_id"]: 0 if t["grade_id"] in losing else t["max_score"] for t in tests}
-        assert got == want, {t["grade_id"]: t["output"] for t in tests}
+    for name, answers in (("wrong", wrong), ("gamed", gamed)):
+        if answers:     # each answer loses its tests, and only those of its task
+            _assert_loses_only(results[name], answers, source)
+
+
+def _assert_loses_only(result: dict, answers: dict, source: Path) -> None:
+    """The graded ``result`` of the source with ``answers`` (grade_id -> (code, losing tests)) in
+    place: the tests named earn 0, the other tests of those tasks all their points."""
+    losing = {test for _, tests in answers.values() for test in tests}
+    tasks = {answer.split("-")[0] for answer in answers}
+    # a timed test's share follows the machine's load (the solved notebook earns it in full)
+    timed = {t.grade_id for t in notebook.tasks(notebook.read(source)) if "checks.speedup(" in t.source}
+    tests = [t for t in result["tests"] if t["grade_id"].split("-")[0] in tasks
+             and (t["grade_id"] in losing or t["grade_id"] not in timed)]
+    got = {t["grade_id"]: t["score"] for t in tests}
+    want = {t["grade_id"]: 0 if t["grade_id"] in losing else t["max_score"] for t in tests}
+    assert got == want, {t["grade_id"]: t["output"] for t in tests}
