@@ -8,6 +8,8 @@ import mlc_lab
 from mlc_lab import relax
 from mlc_lab.frontend.gpt import GPT, GPTConfig, NumpyDecoder, as_tokens
 from mlc_lab.ir import structural_equal
+from mlc_lab.relax.lifetime import tensor_sites, upper_bounds
+from mlc_lab.relax.transform import PLAN_ATTR
 from mlc_lab.runtime.kv_cache import AttentionKVCache, KVCacheError
 from mlc_lab.script import ir as I
 from mlc_lab.script import relax as R
@@ -190,6 +192,22 @@ def test_one_build_prefills_prompts_of_any_length(gpt):
         np.testing.assert_allclose(logits.numpy(), model.forward_numpy(tokens)[-1:], rtol=1e-4,
                                    atol=1e-4)
         assert {c.fill_count for c in caches} == {length}
+
+
+def test_the_growing_tensors_are_planned_up_to_the_longest_text(gpt):
+    model, vm = gpt
+    for name in ("prefill", "decode"):
+        func = vm.executable.mod[name]
+        assert upper_bounds(func) == {"n": model.config.max_length, "m": model.config.max_length}
+        symbolic = {s.name for s in tensor_sites(func)
+                    if isinstance(s.sinfo, relax.TensorStructInfo) and s.sinfo.static_shape is None}
+        assert symbolic & {entry[0] for entry in func.attrs[PLAN_ATTR]}, name
+    model.generate(vm, b"plan", 3)
+    stats = vm.memory_stats()
+    assert stats["function"] == "decode" and stats["memory_plan"] and stats["plan_fallbacks"] == 0
+    too_long = np.ones((1, model.config.max_length + 1), "int32")
+    with pytest.raises(ValueError, match='"tir_var_upper_bound" attribute'):
+        vm["prefill"](too_long, vm["create_kv_cache"]())
 
 
 def test_prefill_needs_empty_caches_and_decode_the_right_length(gpt):

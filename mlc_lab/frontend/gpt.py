@@ -10,7 +10,10 @@ the same model in numpy (with and without a cache), and greedy generation over e
 The model: byte tokens (vocab 256), ``n_layers`` pre-norm blocks of causal multi-head attention
 with rotary position embedding (the angles are computed from the positions inside the graph,
 so no table bounds the length) and a GELU (tanh form) MLP, a final layer_norm, and an output
-projection. The functions of the module:
+projection. ``max_length`` bounds the text for memory planning: ``prefill`` and ``decode`` declare
+n, m <= max_length (their ``"tir_var_upper_bound"`` attribute), so the tensors whose shapes grow
+with the text get storages planned once, at their largest, instead of an allocation per call.
+The functions of the module:
 
 - ``create_kv_cache()``: a tuple of 2 * n_layers caches (keys then values of each layer), each
   holding rows of shape (heads, head_dim); made with ``vm.builtin.attention_kv_cache_create``.
@@ -51,6 +54,7 @@ class GPTConfig:
     d_ff: int = 256
     eps: float = 1e-5
     reserve: int = 16   # rows each cache has room for before it first grows
+    max_length: int = 512   # the longest text the functions plan memory for
 
     @property
     def head_dim(self) -> int:
@@ -168,7 +172,8 @@ class GPT:
         n = tir.Var("n", "int64")
         tokens = relax.Var("tokens", relax.TensorStructInfo((1, n), "int32"))
         caches = relax.Var("caches", caches_sinfo)
-        with bb.function("prefill", [tokens, caches]):
+        bounds = {"tir_var_upper_bound": {"n": c.max_length, "m": c.max_length}}
+        with bb.function("prefill", [tokens, caches], attrs=bounds):
             with bb.dataflow():
                 out = bb.emit_output(self._emit_forward(bb, tokens, caches, n, n, R.arange(0, n)))
             bb.emit_func_output(out)
@@ -178,7 +183,7 @@ class GPT:
         position = relax.Var("position", relax.TensorStructInfo((1,), "int32"))
         total = relax.Var("total_len", relax.ShapeStructInfo([m]))
         caches = relax.Var("caches", caches_sinfo)
-        with bb.function("decode", [token, position, total, caches]):
+        with bb.function("decode", [token, position, total, caches], attrs=bounds):
             with bb.dataflow():
                 out = bb.emit_output(self._emit_forward(bb, token, caches, 1, m, position))
             bb.emit_func_output(out)

@@ -13,13 +13,22 @@ keep it.
 
     for site in tensor_sites(func):
         site.name, site.nbytes, site.last_use    # "lv" or "lv_tuple[1]", 512 or None, 3 or None
+
+A tensor whose shape is symbolic has a size (``nbytes``) when the function bounds the variables
+of its shape, as the reference compiler's ``"tir_var_upper_bound"`` attribute does
+(``R.func_attr({"tir_var_upper_bound": {"n": 1024}})``): the size is then the most bytes the
+tensor can take for sizes up to those bounds, the size its planned storage needs.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
 
+from ..arith.bound import int_bound
 from ..tir import dtype as dt
+from ..tir.expr import IntImm
+from ..tir.stmt import Range
+from ..tir.stmt_functor import free_vars
 from .analysis import call_to, used_vars
 from .expr import Call, Function, Op, Tuple, TupleGetItem, Var
 from .struct_info import StructInfo, TensorStructInfo, TupleStructInfo
@@ -27,6 +36,7 @@ from .struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 DPS_OPS = ("relax.call_tir", "relax.call_dps_packed")
 VIEW_OP = "relax.reshape"
 _UNKNOWN = "?"   # a holder keeps the site somewhere inside it, at a place not tracked
+UPPER_BOUND_ATTR = "tir_var_upper_bound"
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,19 +46,52 @@ class Site:
     output: Optional[int]
     name: str
     sinfo: StructInfo
-    nbytes: Optional[int]        # None when the shape is symbolic, or for a "call"
+    nbytes: Optional[int]        # None for a "call", or a symbolic shape without upper bounds
     last_use: Optional[int]      # None when the tensor escapes the function
     kind: str                    # "relax.call_tir", "relax.call_dps_packed" or "call"
 
 
-def tensor_bytes(sinfo) -> Optional[int]:
-    """The bytes of a tensor of static shape, else None."""
-    if not isinstance(sinfo, TensorStructInfo) or sinfo.static_shape is None:
+def tensor_bytes(sinfo, upper_bounds: Optional[dict] = None) -> Optional[int]:
+    """The bytes of a tensor of static shape; for a symbolic shape, the most bytes it takes when
+    each variable named in ``upper_bounds`` (name -> int) is at most its bound; else None."""
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
         return None
+    dims = sinfo.static_shape
+    if dims is None:
+        if not upper_bounds:
+            return None
+        ranges = {}
+        for var in free_vars(list(sinfo.shape)):
+            if var.name not in upper_bounds:
+                return None
+            ranges[var] = Range(IntImm(var.dtype, 0), IntImm(var.dtype, upper_bounds[var.name] + 1))
+        dims = [int_bound(d, ranges)[1] for d in sinfo.shape]
+        if any(d is None for d in dims):
+            return None
     count = 1
-    for d in sinfo.static_shape:
-        count *= d
+    for d in dims:
+        count *= max(d, 0)
     return count * dt.lanes(sinfo.dtype) * dt.to_numpy(sinfo.dtype).itemsize
+
+
+def upper_bounds(func: Function) -> dict:
+    """``{name: bound}`` of the ``"tir_var_upper_bound"`` attribute of ``func`` (empty when it has
+    none); a ValueError names a bound that is not a positive integer."""
+    bounds = (func.attrs or {}).get(UPPER_BOUND_ATTR) if hasattr(func.attrs, "get") else None
+    if bounds is None:
+        return {}
+    if not hasattr(bounds, "items"):
+        raise ValueError(f'the "{UPPER_BOUND_ATTR}" attribute must map size names to integers, '
+                         f"got {bounds!r}")
+    out = {}
+    for name, bound in bounds.items():
+        value = bound.value if isinstance(bound, IntImm) else bound
+        if not isinstance(name, str) or isinstance(value, bool) or not isinstance(value, int) \
+                or value < 1:
+            raise ValueError(f'"{UPPER_BOUND_ATTR}": the bound of {name!r} must be a positive '
+                             f"integer, got {bound!r}")
+        out[name] = value
+    return out
 
 
 def function_bindings(func: Function) -> list:
@@ -104,7 +147,8 @@ def tensor_sites(func: Function) -> list[Site]:
                 holds[binding.var] = {len(born): _UNKNOWN}
                 born.append((index, None, binding.var.name_hint, binding.var.struct_info, "call"))
     escaping.update(held_by(func.body.body))
-    return [Site(index, output, name, sinfo, tensor_bytes(sinfo) if kind != "call" else None,
+    bounds = upper_bounds(func)
+    return [Site(index, output, name, sinfo, tensor_bytes(sinfo, bounds) if kind != "call" else None,
                  None if number in escaping else last_use[number], kind)
             for number, (index, output, name, sinfo, kind) in enumerate(born)]
 
@@ -140,5 +184,5 @@ def occupy(curve: list, first: int, last: Optional[int], nbytes: int) -> None:
         curve[k] += nbytes
 
 
-__all__ = ["DPS_OPS", "Site", "dps_call", "function_bindings", "in_use", "occupy", "tensor_bytes",
-           "tensor_sites"]
+__all__ = ["DPS_OPS", "Site", "UPPER_BOUND_ATTR", "dps_call", "function_bindings", "in_use", "occupy",
+           "tensor_bytes", "tensor_sites", "upper_bounds"]

@@ -4,9 +4,16 @@
 
 First the big intermediates kernels would allocate inside on every call become outputs of their
 calls (``kernel_workspace.py``), so the plan covers them too. Then, walking a function's
-bindings in order, each ``R.call_tir`` output of static shape (every output of a multi-output
+bindings in order, each ``R.call_tir`` output of known size (every output of a multi-output
 kernel on its own) requests a storage: a free storage of the same dtype is reused (the smallest
-big enough, else the largest, which grows to fit), otherwise a new one is made. A tensor's
+big enough, else the largest, which grows to fit), otherwise a new one is made. A static shape
+has a known size; so has a symbolic one whose variables the function bounds, as in
+
+    R.func_attr({"tir_var_upper_bound": {"n": 1024}})
+
+whose tensors are planned at their size for n = 1024 (``relax.lifetime.tensor_bytes``): each
+call then sees the start of the storage with its own shape, and a call whose tensors would not
+fit is an error. A tensor's
 storage is freed after the binding that uses it last (``relax.lifetime``: uses through
 ``lv1 = lv``, tuples and tuple items count), never during its own last use, so a kernel never
 writes the storage it reads. Tensors that escape (returned, or passed to a relax or extern
@@ -21,13 +28,15 @@ tensor gets a new storage instead.
 The plan, in the function attr ``"relax.memory_plan"``, is a tuple of entries
 ``(name, storage_id, nbytes)``: the binding of ``name`` (``lv``, or ``lv_tuple[1]`` for the
 second output of a call) writes that output into storage ``storage_id``; a storage's size is the
-largest ``nbytes`` among its entries. Outputs not listed (returned tensors, symbolic shapes,
-repeated names) are allocated as usual; a function with nothing to plan gets no attr.
+largest ``nbytes`` among its entries. Outputs not listed (returned tensors, symbolic shapes
+without bounds, repeated names) are allocated as usual; a function with nothing to plan gets no
+attr.
 
 ``memory_stats(mod)`` -> ``{"naive_bytes", "planned_bytes", "tensors", "storages",
 "unplanned_peak_bytes", "planned_peak_bytes"}``: bytes of the planned tensors allocated one by
 one, and of the storages that replace them; the most bytes in use at once (every call output of
-static size counted) with one allocation per tensor, and with the plan.
+known size counted, symbolic ones at their bounds) with one allocation per tensor, and with the
+plan.
 """
 from __future__ import annotations
 

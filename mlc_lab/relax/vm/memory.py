@@ -11,7 +11,9 @@ correctness.
 The storages of a layout are allocated once, as a ``Workspace``, the first time the function
 runs, and every later call reuses them (a call made while the workspace is in use, by recursion
 or from another thread, gets one of its own). Every other tensor is allocated by its call and
-dies after its last use.
+dies after its last use. A planned tensor of symbolic shape (its function bounds the sizes, see
+``relax.lifetime``) is seen, on each call, with that call's shape at the start of its storage;
+sizes past the bounds that no longer fit raise a ValueError naming the tensor and the bounds.
 
 ``CallStats`` counts one top-level call and the calls it makes. Its ``peak_bytes`` is the most
 memory in use at once: tensors allocated by the call from their binding to their last use, and
@@ -70,13 +72,14 @@ def _is_int(value) -> bool:
 
 
 class Layout:
-    """The part of ``plan`` that is safe for the function whose tensors are ``sites``:
+    """The part of ``plan`` that is safe for the function whose tensors are ``sites`` (sizes
+    bounded by ``bounds``, name -> int, where the shapes are symbolic):
     ``storage_of`` (site -> storage id), ``sizes`` (storage id -> bytes, ``nbytes`` in all),
     ``fallbacks`` (sites the plan names but cannot hold), and per binding the bytes of storages
     coming into use (``occupy``) and going out of use after it (``release``)."""
 
-    def __init__(self, plan: Optional[MemoryPlan], sites: list):
-        self.planned = plan is not None
+    def __init__(self, plan: Optional[MemoryPlan], sites: list, bounds: Optional[dict] = None):
+        self.planned, self.bounds = plan is not None, bounds or {}
         self.storage_of, self.fallbacks = {}, set()
         self.occupy, self.release = {}, {}
         if plan is None:
@@ -106,17 +109,36 @@ class Layout:
 
 
 class Workspace:
-    """The storages of a Layout, and a view of the right shape into them for each planned site."""
+    """The storages of a Layout: ``views`` holds a view of the right shape into them for each
+    planned site of static shape; ``view`` sees a site of symbolic shape with a call's shape."""
 
     def __init__(self, layout: Layout, stats: "CallStats", device):
         storages = {sid: zeros(size, np.uint8) for sid, size in layout.sizes.items()}
         for size in layout.sizes.values():
             stats.count_allocation(size)
-        self.views = {}
+        self.views, self.storage, self.bounds, self.device = {}, {}, layout.bounds, device
         for site, sid in layout.storage_of.items():
-            np_type = np_dtype(site.sinfo.dtype)
-            flat = storages[sid][:site.nbytes].view(np_type)
-            self.views[site] = NDArray(flat.reshape(site.sinfo.static_shape), device)
+            self.storage[site] = storages[sid]
+            if site.sinfo.static_shape is not None:
+                flat = storages[sid][:site.nbytes].view(np_dtype(site.sinfo.dtype))
+                self.views[site] = NDArray(flat.reshape(site.sinfo.static_shape), device)
+
+    def address(self, site) -> int:
+        """Where ``site``'s planned memory starts, whatever its shape in a call."""
+        return self.storage[site].ctypes.data
+
+    def view(self, site, shape: tuple, np_type: np.dtype) -> NDArray:
+        """``site``'s planned memory seen with ``shape``."""
+        storage = self.storage[site]
+        nbytes = math.prod(shape) * np_type.itemsize
+        if nbytes > storage.nbytes:
+            bounds = ", ".join(f"{name} <= {bound}" for name, bound in self.bounds.items())
+            raise ValueError(
+                f"{site.name} of shape {tuple(shape)} needs {nbytes} bytes, more than the "
+                f"{storage.nbytes} bytes its storage was planned with for the sizes' upper bounds "
+                f"({bounds}, the function's \"tir_var_upper_bound\" attribute): call it with sizes "
+                "within the bounds, or raise them and build again")
+        return NDArray.wrap_new(storage[:nbytes].view(np_type).reshape(shape), self.device)
 
 
 class CallStats:

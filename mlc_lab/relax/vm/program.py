@@ -32,7 +32,7 @@ from ...runtime.ndarray import NDArray
 from ...runtime.packed import get_global_func
 from ...tir.function import PrimFunc
 from ..expr import Call, Constant, ExternFunc, Op, PrimValue, ShapeExpr, Tuple, TupleGetItem, Var
-from ..lifetime import dps_call, function_bindings, tensor_sites
+from ..lifetime import dps_call, function_bindings, tensor_sites, upper_bounds
 from ..struct_info import TensorStructInfo, shape_text
 from .check_args import Matcher, dim_reader, evaluate_dim
 from .kernel_call import address_form
@@ -63,7 +63,7 @@ class Program:
         self.constants = {}   # id(Constant) -> its register
         self.template = [None] * len(func.params)
         sites = tensor_sites(func)
-        self.layout = Layout(MemoryPlan.of(func), sites)
+        self.layout = Layout(MemoryPlan.of(func), sites, upper_bounds(func))
         self.idle: list = []   # workspaces not in use by a running call
         self.sequence, self.calls = None, 0   # the NativeSequence, made by the second call
         self.steps = []   # one per binding
@@ -257,7 +257,9 @@ class _Kernel:
                               [dim_reader(d, f"the output shape {shape_text(s.sinfo.shape)}")
                                for d in s.sinfo.shape] for s, _, shape, _ in self.outputs]
         self.occupy = layout.occupy.get(born[0].binding, 0)
-        self.planned_bytes = sum(s.nbytes for s in born if s in layout.storage_of)
+        # bytes the plan saves allocating: a planned output of symbolic shape counts its own
+        self.planned_bytes = sum(s.nbytes for s in born
+                                 if s in layout.storage_of and s.sinfo.static_shape is not None)
         self.fallbacks = sum(s in layout.fallbacks for s in born)
         self.packed = None if call.op.name == "relax.call_tir" else kernel.global_symbol
         self.function = None
@@ -306,12 +308,17 @@ class _Kernel:
         stats.plan_fallbacks += self.fallbacks
         outputs = []
         for (site, planned, shape, np_type), readers in zip(self.outputs, self.shape_readers):
-            if planned:
+            if planned and shape is not None:
                 outputs.append(frame.workspace.views[site])
                 continue
             if shape is None:
                 env = frame.env
                 shape = tuple(read(env) for read in readers)
+            if planned:
+                out = frame.workspace.view(site, shape, np_type)
+                stats.unplanned_bytes += out.numpy_view().nbytes
+                outputs.append(out)
+                continue
             out = stats.allocate(shape, np_type, frame.device)
             frame.sizes[site] = out.numpy_view().nbytes
             outputs.append(out)

@@ -102,7 +102,8 @@ class Segment:
         self.reads = []     # (table index, register): an address read after the members ran
         self.ints = []      # (table index, reader of the symbolic sizes)
         self.fresh = []     # (table index, static shape, shape readers, numpy dtype, site)
-        self.assign = []    # (register, "const" | "fresh" | "tuple" | "step", what)
+        self.planned = []   # (site, shape readers, numpy dtype): planned outputs of symbolic shape
+        self.assign = []    # (register, "const" | "fresh" | "planned" | "tuple" | "step", what)
         self.events = []    # (code, value); see _count
         fresh_of = {}       # site -> k
         self.unplanned = self.fallbacks = 0
@@ -151,10 +152,14 @@ class Segment:
                 self.fallbacks += step.fallbacks
                 for (site, planned, shape, np_type), readers in zip(step.outputs,
                                                                    step.shape_readers):
-                    if planned:
+                    if planned and shape is not None:
                         view = workspace.views[site]
                         outs.append(("const", view.address))
                         held.append(("const", view))
+                    elif planned:   # symbolic: its storage's address, seen with this call's shape
+                        outs.append(("const", workspace.address(site)))
+                        held.append(("planned", len(self.planned)))
+                        self.planned.append((site, readers, np_type))
                     else:
                         outs.append(("table", self._index()))
                         fresh_of[site] = len(self.fresh)
@@ -218,14 +223,17 @@ class Segment:
             table[index] = out.address
             fresh.append(out)
             sizes.append(array.nbytes)
+        planned = [self.workspace.view(site, tuple(read(env) for read in readers), np_type)
+                   for site, readers, np_type in self.planned]
+        made = {"fresh": fresh, "planned": planned}
         regs = frame.regs
         for slot, kind, what in self.assign:
             if kind == "const":
                 regs[slot] = what
-            elif kind == "fresh":
-                regs[slot] = fresh[what]
+            elif kind in made:
+                regs[slot] = made[kind][what]
             elif kind == "tuple":
-                regs[slot] = tuple(v if k == "const" else fresh[v] for k, v in what)
+                regs[slot] = tuple(v if k == "const" else made[k][v] for k, v in what)
             else:
                 what.run(frame)
         for index, slot in self.reads:
@@ -233,6 +241,7 @@ class Segment:
         for index, read in self.ints:
             table[index] = read(env)
         self._count(frame, sizes)
+        frame.stats.unplanned_bytes += sum(view.numpy_view().nbytes for view in planned)
         parallel.prepare(self.num_cores)
         status = self.cfunc(table)
         if status:
