@@ -4,6 +4,7 @@ simulator's trace gives them; any array of the right shape will do).
     draw_thread_grid(block_of, thread_of)     which block and thread computed each output element
     draw_warp_access(addresses, "global")     one warp's accesses against 32-byte memory sectors
     draw_warp_access(addresses, "shared")     ... against the 32 banks of shared memory
+    draw_attention_tiles(n, tile, query_tile) what a flash-attention block keeps in shared memory
 
 ``sectors_and_wavefronts`` does the counting the pictures show, so a picture and the numbers
 under it cannot disagree.
@@ -172,3 +173,75 @@ def _draw_shared(ax, addresses, active, wavefronts: int) -> None:
 def _rect(x, y, w, h, color):
     from matplotlib.patches import Rectangle
     return Rectangle((x, y), w, h, facecolor=color, edgecolor="white", linewidth=0.5)
+
+
+def draw_attention_tiles(n: int, tile: int, query_tile: int, ax=None, title: str | None = None):
+    """The shared-memory picture of a flash-attention block: the ``n x n`` causal score matrix cut
+    into ``tile x tile`` tiles (query tiles down, key tiles across), with the block that owns query
+    tile ``query_tile``. Its Q tile (left strip) sits in shared memory for the whole kernel; at
+    step s it copies K/V tile s - 1 (top strip) into shared memory and computes the score tile
+    marked s; the tiles past the diagonal are never loaded (hatched). Only the marked tiles of
+    scores ever exist, one at a time, in the threads' registers. Returns the Axes."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Polygon, Rectangle
+    for name, value in (("n", n), ("tile", tile)):
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"draw_attention_tiles: {name} must be a positive int, got {value!r}")
+    tiles = -(-n // tile)
+    if not 0 <= query_tile < tiles:
+        raise ValueError(f"draw_attention_tiles: query_tile must be in [0, {tiles}) for n={n} "
+                         f"and tile={tile}, got {query_tile}")
+    blue, orange, green, grey = (matplotlib.colormaps["tab10"].colors[i] for i in (0, 1, 2, 7))
+    if ax is None:
+        side = min(7.5, 2.5 + 0.6 * tiles)
+        _, ax = plt.subplots(figsize=(side + 1.2, side))
+        ax.figure.set_facecolor("white")      # readable on a light or a dark notebook page
+    ax.set_facecolor("white")
+    font = max(6, 10 - tiles // 3)
+
+    def box(x, y, color, alpha, hatch=None, w=1.0, h=1.0):
+        ax.add_patch(Rectangle((x, y), w, h, facecolor=color, alpha=alpha, hatch=hatch,
+                               edgecolor="black", linewidth=0.6))
+
+    for r in range(tiles):
+        for c in range(tiles):
+            mine = r == query_tile
+            if c > r:                                   # past the diagonal: skipped by every block
+                box(c, r, "white", 1.0, hatch="//" if mine else "..")
+            else:
+                box(c, r, blue if mine else grey, 0.55 if mine else 0.12)
+                if c == r:                              # the diagonal tile is masked inside
+                    ax.add_patch(Polygon([(c, r), (c + 1, r), (c + 1, r + 1)], closed=True,
+                                         facecolor="white", alpha=0.8, edgecolor="none"))
+            if mine and c <= r:
+                ax.text(c + 0.3, r + 0.7, f"step {c + 1}", ha="center", va="center",
+                        fontsize=font, color="black")
+            elif mine:
+                ax.text(c + 0.5, r + 0.5, "skipped", ha="center", va="center", fontsize=font - 1,
+                        color="black", backgroundcolor="white")
+    for r in range(tiles):                              # Q tiles, left
+        box(-1.4, r, orange if r == query_tile else grey, 0.75 if r == query_tile else 0.12)
+    ax.text(-0.9, query_tile + 0.5, "Q tile\nshared,\nonce", ha="center", va="center",
+            fontsize=font - 1, color="black")
+    for c in range(tiles):                              # K/V tiles, top
+        loaded = c <= query_tile
+        box(c, -1.4, green if loaded else "white", 0.6 if loaded else 1.0, None if loaded else "//")
+        ax.text(c + 0.5, -0.9, f"K/V {c}\nstep {c + 1}" if loaded else "never\nloaded",
+                ha="center", va="center", fontsize=font - 1, color="black",
+                backgroundcolor="none" if loaded else "white")
+    ax.set_xlim(-1.6, tiles + 0.1)
+    ax.set_ylim(tiles + 0.1, -1.6)
+    ax.set_xticks([c + 0.5 for c in range(tiles)], [f"{c * tile}" for c in range(tiles)],
+                  fontsize=font)
+    ax.set_yticks([r + 0.5 for r in range(tiles)], [f"{r * tile}" for r in range(tiles)],
+                  fontsize=font)
+    ax.set_xlabel("key position (first of each tile)")
+    ax.set_ylabel("query position (first of each tile)")
+    ax.set_aspect("equal")
+    for side in ("top", "right", "left", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(title or f"flash attention, n={n}, tiles of {tile}: the block of query tile "
+                          f"{query_tile} ({query_tile + 1} of {tiles} K/V tiles loaded)",
+                 fontsize=font + 1)
+    return ax
