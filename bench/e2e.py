@@ -48,7 +48,7 @@ from baselines import (INSTALL_HINT, numpy_baseline, onnxruntime_baseline,  # no
                        torch_baseline, traced_peak)
 
 TARGET = "llvm"
-BUILDS = 3   # builds of each module, for the median build time
+BUILDS = 3   # builds of each module: the first compiles its kernels, the others find them compiled
 # The llvm runtime runs parallel loops on num-cores threads, every core when it is unset; every
 # baseline gets the same number.
 THREADS = Target(TARGET).num_cores or os.cpu_count() or 1
@@ -112,14 +112,15 @@ LEVELS = {"O0": {"opt_level": 0},
 
 
 def compiled(mod, build_options, x, want, repeat, min_repeat_ms):
-    """Build with ``build_options`` (three times: the median build time), check once against
-    numpy, time. Returns what was seen."""
+    """Build with ``build_options`` (BUILDS times: the first build, whose kernels are new to
+    the process, and the median of the others, a cell run again, whose kernels relax.build finds
+    compiled), check once against numpy, time. Returns what was seen."""
     builds = []
     for _ in range(BUILDS):
         start = time.perf_counter()
         ex = relax.build(mod, TARGET, **build_options)
         builds.append(time.perf_counter() - start)
-    build_s = statistics.median(builds)
+    first_build_s, build_s = builds[0], statistics.median(builds[1:])
     vm = relax.VirtualMachine(ex, mlc_lab.cpu())
     x_nd = nd.array(x)
     err = float(np.abs(vm["main"](x_nd).numpy() - want).max())
@@ -127,7 +128,8 @@ def compiled(mod, build_options, x, want, repeat, min_repeat_ms):
     traced = traced_peak(lambda: vm["main"](x_nd))
     timer = vm.time_evaluator("main", mlc_lab.cpu(), number=1, repeat=repeat,
                               min_repeat_ms=min_repeat_ms)
-    return {"seconds": timer(x_nd).median, "build_s": build_s, "kernels": kernel_calls(ex.mod),
+    return {"seconds": timer(x_nd).median, "first_build_s": first_build_s, "build_s": build_s,
+            "kernels": kernel_calls(ex.mod),
             "call": lambda: vm["main"](x_nd),
             "err": err, "vm": first_call, "again": vm.memory_stats()["bytes_allocated"],
             "traced": traced, "plan": relax.transform.memory_stats(ex.mod)}
@@ -313,7 +315,10 @@ def print_targets(rows, quick, busy=None):
          lambda: extreme(max, lambda r: r["runs"]["O1"]["plan"]["planned_peak_bytes"]
                          / max(r["runs"]["O1"]["plan"]["unplanned_peak_bytes"], 1),
                          "highest planned/unplanned")),
-        ("relax.build of the CNN (default options) < 0.3 s", lambda v: v < 0.3, " s",
+        ("relax.build of the CNN (default options), first build < 0.3 s", lambda v: v < 0.3, " s",
+         lambda: extreme(max, lambda r: r["runs"]["O1"]["first_build_s"], "slowest",
+                         [r for r in rows if r["name"].startswith("cnn")])),
+        ("relax.build of the CNN (default options), built again < 0.3 s", lambda v: v < 0.3, " s",
          lambda: extreme(max, lambda r: r["runs"]["O1"]["build_s"], "slowest",
                          [r for r in rows if r["name"].startswith("cnn")]))]
     if busy is not None:
@@ -358,9 +363,11 @@ def main(argv=None):
           f"loops: {llvm_runtime.parallel_backend()}")
     print_tables(rows)
     print_targets(rows, args.quick, busy)
-    build_times = [run["build_s"] for row in rows for level, run in row["runs"].items() if level in LEVELS]
-    print(f"\nrelax.build latency ({TARGET}, all models, levels O0/fold/O1): median "
-          f"{statistics.median(build_times) * 1e3:.0f} ms, max {max(build_times) * 1e3:.0f} ms")
+    print()
+    for what, key in (("first build", "first_build_s"), ("built again", "build_s")):
+        build_times = [run[key] for row in rows for level, run in row["runs"].items() if level in LEVELS]
+        print(f"relax.build latency ({TARGET}, all models, levels O0/fold/O1), {what}: median "
+              f"{statistics.median(build_times) * 1e3:.0f} ms, max {max(build_times) * 1e3:.0f} ms")
 
 
 if __name__ == "__main__":

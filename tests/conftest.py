@@ -11,6 +11,14 @@ os.environ["MPLBACKEND"] = "Agg"
 os.environ["MLC_LAB_DEMO_QUICK"] = "1"   # demos/ notebooks: short tuning settings
 
 
+@pytest.fixture(autouse=True)
+def _fresh_compile_memos():
+    """Every test compiles from scratch: what earlier tests compiled (tir.transform.func_memo)
+    is forgotten, so a test that patches a compilation step sees it run."""
+    from mlc_lab.tir.transform.func_memo import clear_memos
+    clear_memos()
+
+
 @functools.cache
 def cuda_gpu_present() -> bool:
     """True when pycuda imports and the CUDA driver reports at least one device."""

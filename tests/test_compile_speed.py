@@ -248,3 +248,88 @@ def test_the_collector_is_paused_during_a_build_and_restored_after():
     a, b = RNG.standard_normal(4096).astype("float32"), np.zeros(1024, "float32")
     mlc_lab.build(strided_rows, "llvm")["strided_rows"](a, b)
     assert gc.isenabled()
+
+
+# -- what was compiled before in the process is not compiled again (tir.transform.func_memo) -----
+def _small_mlp():
+    from mlc_lab.frontend import nn
+    return nn.Sequential(nn.Linear(16, 8, seed=0), nn.ReLU(), nn.Linear(8, 4, seed=1))
+
+
+def _run(ex, x):
+    from mlc_lab import relax
+    return relax.VirtualMachine(ex, mlc_lab.cpu())["main"](mlc_lab.nd.array(x)).numpy()
+
+
+def test_a_model_built_again_shares_its_compiled_kernels():
+    import importlib
+    from mlc_lab import relax
+    relax_build = importlib.import_module("mlc_lab.relax.build")
+    model, x = _small_mlp(), RNG.standard_normal((2, 16)).astype("float32")
+    mod = model.to_relax((2, 16))
+    first, again = relax.build(mod, "llvm"), relax.build(mod, "llvm")
+    assert again.lib is first.lib and relax_build._BUILT.hits == 1
+    assert structural_equal(again.mod, first.mod)
+    for ex in (first, again):
+        np.testing.assert_allclose(_run(ex, x), model.forward_numpy(x), rtol=1e-5, atol=1e-5)
+    # another target is another build
+    assert relax.build(mod, "llvm -num-cores=1").lib is not first.lib
+
+
+def test_watched_passes_and_the_switch_turn_the_memos_off(monkeypatch):
+    from mlc_lab import relax
+    from mlc_lab.ir.transform import PassContext, PassTimingInstrument
+    mod = _small_mlp().to_relax((1, 16))
+    first = relax.build(mod, "llvm")
+    timing = PassTimingInstrument()
+    with PassContext(instruments=[timing]):
+        watched = relax.build(mod, "llvm")
+    assert watched.lib is not first.lib   # every pass ran again, under the instrument's eyes
+    ran = {name for name, _, _ in timing.timings}
+    assert {"DefaultSchedule", "plan_and_compact_allocations", "vectorize_loop"} <= ran
+    monkeypatch.setenv("MLC_LAB_COMPILE_MEMO", "0")
+    assert relax.build(mod, "llvm").lib is not relax.build(mod, "llvm").lib
+
+
+@T.prim_func
+def scale_rows(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8, 16), "float32")):
+    T.func_attr({"global_symbol": "scale_rows", "tir.noalias": True})
+    for i, j in T.grid(8, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2)
+
+
+@T.prim_func
+def scale_rows_renamed(A: T.Buffer((8, 16), "float32"), Out: T.Buffer((8, 16), "float32")):
+    T.func_attr({"global_symbol": "scale_rows", "tir.noalias": True})
+    for i, j in T.grid(8, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            Out[vi, vj] = A[vi, vj] * T.float32(2)
+
+
+def test_lowering_reuses_known_functions_lowers_new_ones_and_keeps_the_order():
+    from mlc_lab.ir import IRModule
+    once = lower(IRModule({"a": strided_rows}))
+    both = lower(IRModule({"b": scale_rows, "a": strided_rows}))
+    assert [gv.name_hint for gv in both.functions] == ["b", "a"]
+    assert both["a"] is once["a"]
+    from mlc_lab.tir.transform.func_memo import clear_memos
+    clear_memos()
+    assert structural_equal(both["b"], lower(IRModule({"b": scale_rows}))["b"])
+    # a function that prints differently (one buffer renamed) is lowered on its own, so the
+    # code generated for it names its own buffers
+    renamed = lower(IRModule({"b": scale_rows_renamed}))["b"]
+    assert renamed is not both["b"] and "Out" in render(renamed) and "Out" not in render(both["b"])
+
+
+def test_default_schedule_reuses_a_kernel_scheduled_for_the_same_machine():
+    from mlc_lab import relax
+    from mlc_lab.relax.transform import DefaultSchedule
+    legal = relax.transform.LegalizeOps()(_small_mlp().to_relax((4, 16)))
+    kernels = sorted(gv.name_hint for gv, f in legal.functions.items() if isinstance(f, tir.PrimFunc))
+    one, two = DefaultSchedule("llvm -num-cores=2")(legal), DefaultSchedule("llvm -num-cores=2")(legal)
+    assert all(one[name] is two[name] for name in kernels)
+    other = DefaultSchedule("llvm -num-cores=1")(legal)
+    assert all(other[name] is not one[name] for name in kernels)

@@ -36,6 +36,7 @@ from ..tir import expr as E
 from ..tir import stmt as S
 from ..tir.buffer import Buffer
 from ..tir.functor import StmtExprVisitor
+from ..tir.transform.func_memo import FuncMemo, memo_enabled
 from ..tir.transform.unroll_loop import fits_unroll_budget, partial_unroll_count
 from ..tir.stmt_functor import _FreeScan, free_vars
 from .llvm_expr import ExprEmitter, value_type
@@ -85,14 +86,27 @@ def render(func, name: str | None = None, target=None) -> str:
 
 
 def render_module(functions: dict, target=None) -> tuple[str, dict]:
-    """``(llvm_ir_text, {name: FunctionABI})`` for lowered PrimFuncs ``{name: func}``."""
+    """``(llvm_ir_text, {name: FunctionABI})`` for lowered PrimFuncs ``{name: func}``. The
+    same function objects (as ``tir.transform.lower`` gives them again for a kernel it lowered
+    before) for the same target are rendered once."""
     target = llvm_target(target)
+    remember = memo_enabled()
+    key = (tuple((name, id(func)) for name, func in functions.items()), target)
+    found = _RENDERED.get(key) if remember else None
+    if found is not None and all(a is b for a, b in zip(found[0], functions.values())):
+        return found[1], found[2]
     codegen = ModuleCodegen(target.attrs, target.capabilities.stack_limit_bytes)
     abis = {name: codegen.add_function(func, name) for name, func in functions.items()}
     text = str(codegen.module)
     if debug_enabled():
         print(f"=== mlc_lab llvm: generated IR for {', '.join(functions)} ===\n{text}", file=sys.stderr)
+    if remember:   # the functions are held with the text, so their ids stay theirs
+        _RENDERED.put(key, (tuple(functions.values()), text, abis))
     return text, abis
+
+
+# Modules rendered before, by the identity of their lowered functions and the target.
+_RENDERED = FuncMemo("llvm render", capacity=64)
 
 
 class _LoopID(ir.values.MDValue):

@@ -19,6 +19,7 @@ from ..ir.module import IRModule
 from ..runtime.module import Module
 from ..target import Target, get_backend
 from ..tir.function import PrimFunc
+from ..tir.transform.func_memo import FuncMemo
 from .analysis import References
 from .expr import Function
 from .vm import RUNNABLE_OPS, Executable
@@ -30,7 +31,9 @@ def build(mod, target="llvm", params: Optional[dict] = None, opt_level: int = 1,
 
     ``params`` ({parameter name: array}) binds those parameters of "main" to constants.
     Returns an Executable: ``.mod`` is the module after the pipeline, ``.lib`` the runtime Module
-    holding all its PrimFuncs compiled together."""
+    holding all its PrimFuncs compiled together. For a CPU target, kernels compiled before in
+    this process (the same printed PrimFuncs, the same target) are not compiled again: the
+    Executables share that runtime Module (``tir.transform.func_memo``)."""
     target = Target("python" if target is None else target)
     get_backend(target.kind.name)   # an unavailable target fails before the passes run
     if isinstance(mod, Function):
@@ -48,12 +51,20 @@ def build(mod, target="llvm", params: Optional[dict] = None, opt_level: int = 1,
             raise TypeError(f"relax.build: pass {pass_!r} returned {type(mod).__name__}, not an "
                             "IRModule")
     _check_runnable(mod, legalized)
-    prim_funcs = {gv: f for gv, f in mod.functions.items() if isinstance(f, PrimFunc)}
-    if prim_funcs:
-        lib = build_prim_funcs(IRModule(prim_funcs), target)
+    prim_funcs = IRModule({gv: f for gv, f in mod.functions.items() if isinstance(f, PrimFunc)})
+    if len(prim_funcs) and target.capabilities.device_type == "cpu":
+        # the same kernels built again (a cell run twice) share the compiled module
+        lib = _BUILT.compute(prim_funcs, target, lambda: build_prim_funcs(prim_funcs, target))
+    elif len(prim_funcs):
+        lib = build_prim_funcs(prim_funcs, target)
     else:
         lib = Module({}, target.kind.name)
     return Executable(mod, lib, str(target))
+
+
+# Runtime modules of the kernels of modules built before in this process (CPU targets), by the
+# printed kernels and the target; a compiled module holds machine code, so few are kept.
+_BUILT = FuncMemo("relax.build kernels", capacity=16)
 
 
 def _transform_package():

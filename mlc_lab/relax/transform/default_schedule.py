@@ -22,7 +22,9 @@ A kernel a rule cannot handle (a symbolic shape, an index read from memory, loop
 transformed, a primitive refusing) is left exactly as it was, still correct, with
 "unscheduled: <reason>". Kernels marked "tir.is_scheduled" (tuned ones, from
 MetaScheduleApplyDatabase) or already carrying "default_schedule" are not touched. Targets
-without CPU vector units (the "python" interpreter) leave the module unchanged.
+without CPU vector units (the "python" interpreter) leave the module unchanged. A kernel
+scheduled before in this process (the same script, the same machine) is taken as it was then
+(``tir.transform.func_memo``).
 
 Before: ``fused_matmul_add_relu`` of a 784-256 layer at batch 64 as FuseTIR writes it, a
 ``T_matmul`` loop nest (64 x 256 x 784) into ``lv1``, then the bias add and ReLU. After (the
@@ -60,6 +62,7 @@ from ...tir.schedule.policy.postproc import (RewriteParallelVectorizeUnroll, Rew
                                              blocks)
 from ...tir.function import PrimFunc
 from ...tir.schedule import Schedule, ScheduleError
+from ...tir.transform.func_memo import FuncMemo
 from ...tir.expr import IntImm
 from ...tir.stmt_functor import post_order_visit, uses_var
 from ...tir import dtype, stmt as S
@@ -86,8 +89,12 @@ class DefaultSchedule(Pass):
         for gv, func in mod.functions.items():
             if isinstance(func, PrimFunc) and ATTR not in func.attr_dict \
                     and not func.attr_dict.get("tir.is_scheduled"):
-                out[gv] = schedule_kernel(func, *machine)
+                out[gv] = _SCHEDULED.compute(func, machine, lambda f=func: schedule_kernel(f, *machine))
         return out
+
+
+# Kernels scheduled before in this process (by printed script and vector machine).
+_SCHEDULED = FuncMemo("DefaultSchedule")
 
 
 def vector_machine(target) -> tuple[int, int, float] | None:
