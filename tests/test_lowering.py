@@ -66,7 +66,7 @@ def nodes(func, cls):
 def test_passes_in_order():
     assert [p.__name__ for p in PASSES] == [
         "lower_init_block", "plan_and_compact_allocations", "lower_blocks", "flatten_buffer",
-        "simplify", "unroll_loop", "vectorize_loop", "simplify"]
+        "simplify", "unroll_loop", "partition_tail", "vectorize_loop", "simplify"]
 
 
 def test_lower_takes_a_module_and_keeps_names():

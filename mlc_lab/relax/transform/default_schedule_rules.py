@@ -441,7 +441,9 @@ def vectorize_spatial(sch, block_rv, lanes: int, parallel: bool) -> str:
         if strides(region, inner) is None:
             raise Unschedulable(f"block {block.name_hint} reads {region.buffer.name} at an index "
                                 f"that is not affine in {inner.name}")
-    vec = vector_width(extents[-1], lanes) if extents[-1] is not None else 1
+    # A symbolic extent is split with a guard: lowering (partition_tail) keeps the guard to the
+    # last vector, so the others are whole.
+    vec = vector_width(extents[-1], lanes) if extents[-1] is not None else lanes
     if vec == 1 and not parallel:
         raise Unschedulable(f"block {block.name_hint}: no vector width divides "
                             f"{extents[-1] if extents[-1] is not None else 'its symbolic extent'}")

@@ -13,8 +13,10 @@ from ..function import PrimFunc
 from ..verify import VerifyError, verify
 from .device_passes import InjectSync, SplitHostDevice
 from .flatten_buffer import flatten_buffer
+from .func_memo import FuncMemo, memo_enabled
 from .lower_blocks import lower_blocks
 from .lower_init_block import lower_init_block
+from .partition_tail import partition_tail
 from .plan_and_compact_allocations import plan_and_compact_allocations
 from .simplify import simplify
 from .unroll_loop import unroll_loop
@@ -29,6 +31,7 @@ PASSES = [
     flatten_buffer,
     simplify,
     unroll_loop,
+    partition_tail,
     vectorize_loop,
     simplify,
 ]
@@ -47,6 +50,10 @@ def gpu_passes(target=None) -> list:
     each function's kernels, checked against ``target``, then their barriers. The kernels are in
     ``device_passes.device_programs`` of the result."""
     return [SplitHostDevice(target), InjectSync()]
+
+
+# PrimFuncs lowered by PASSES alone (no extra passes, not in debug mode), by printed script.
+_LOWERED = FuncMemo("lower")
 
 
 class LoweringError(VerifyError):
@@ -78,7 +85,9 @@ def lower(mod_or_func, debug: bool = False, extra_passes=()) -> IRModule:
     MLC_LAB_DEBUG=1, or the context's ``config={"debug": True}``) the IR is verified after every
     pass and a failure names the pass that broke it, and every access to a buffer the function
     allocates must be proved in bounds (``verify_memory``; its prover is conservative, so it is
-    not run outside debug mode). The result is always checked against the lowered-IR contract."""
+    not run outside debug mode). The result is always checked against the lowered-IR contract.
+    A function lowered before in this process is not lowered again (``func_memo``: not with
+    ``extra_passes``, in debug mode or under a PassContext with instruments)."""
     if isinstance(mod_or_func, PrimFunc):
         mod = IRModule({mod_or_func.name or "main": mod_or_func})
     elif isinstance(mod_or_func, IRModule):
@@ -92,17 +101,30 @@ def lower(mod_or_func, debug: bool = False, extra_passes=()) -> IRModule:
         optional = sorted(names - set(REQUIRED))
         raise ValueError(f"lowering pass {refused[0]} cannot be disabled: the code generators need "
                          f"its output (those that can be: {', '.join(optional)})")
-    verify(mod)   # ill-formed input is the caller's error, reported before any pass runs
+    # Each PrimFunc is lowered on its own by PASSES: one lowered before (the same script) is
+    # taken as it was then, and only the others run through the passes.
+    keys = {gv: _LOWERED.key(f, tuple(PASSES)) for gv, f in mod.functions.items() if isinstance(f, PrimFunc)} \
+        if not debug and not extra_passes and memo_enabled() else {}
+    known = {gv: found for gv, key in keys.items() if (found := _LOWERED.get(key)) is not None}
+    todo = IRModule({gv: f for gv, f in mod.functions.items() if gv not in known}, mod.attrs)
+    if known and not len(todo):
+        return IRModule({gv: known[gv] for gv in mod.functions}, mod.attrs)
+    verify(todo)   # ill-formed input is the caller's error, reported before any pass runs
     # The passes simplify the same subexpressions again and again: they share what is learnt
     # about each node (the memo lives as long as this call). Their allocations are almost all
     # acyclic: the cyclic garbage collector waits until they are done (mlc_lab._gc).
     with ctx.with_config(debug=True) if debug else contextlib.nullcontext(), shared_memo(), \
             gc_paused():
-        mod = lowering_sequence(extra_passes)(mod)
+        todo = lowering_sequence(extra_passes)(todo)
         if PassContext.current().debug:
-            verify_memory(mod)
-    _check(mod, PASSES[-1].info.name, "flat")
-    return mod
+            verify_memory(todo)
+    _check(todo, PASSES[-1].info.name, "flat")
+    for gv, key in keys.items():
+        if gv not in known:
+            _LOWERED.put(key, todo[gv])
+    if not known:
+        return todo
+    return IRModule({gv: known[gv] if gv in known else todo[gv] for gv in mod.functions}, todo.attrs)
 
 
 def _stage_check(stage: str):

@@ -51,9 +51,10 @@ def annotate(sch, block_rv, vector: int = 0, parallel: int = 0, unroll: int = 0)
             sch.annotate(block_rv, key, value)
 
 
-def split_last(sch, loops: list, extent: int, width: int) -> list:
-    """The loops with the last one split so that its inner piece has ``width`` iterations."""
-    if 1 < width < extent:
+def split_last(sch, loops: list, extent, width: int) -> list:
+    """The loops with the last one split so that its inner piece has ``width`` iterations
+    (``extent`` None: a symbolic extent, split with a guard on the last piece)."""
+    if 1 < width and (extent is None or width < extent):
         return loops[:-1] + list(sch.split(loops[-1], [None, width]))
     return loops
 
