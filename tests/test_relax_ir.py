@@ -170,3 +170,19 @@ def test_structural_equal_notices_a_different_op_and_constant():
     assert not structural_equal(build(R.add, 1.0), build(R.add, 2.0))
     with pytest.raises(ValueError, match="arrays differ"):
         assert_structural_equal(build(R.add, 1.0), build(R.add, 2.0))
+
+
+def test_tuple_fields_read_as_the_reference_compiler_names_them():
+    """Course code walks ``tuple.fields``; every node's ``fields()`` listing still works on it."""
+    x = relax.Var("x", relax.TensorStructInfo((2,), "float32"))
+    y = relax.Var("y", relax.TensorStructInfo((3,), "float32"))
+    t = relax.Tuple([x, y])
+    assert list(t.fields) == [x, y] and len(t.fields) == 2 and t.fields[1] is y
+    assert [f.name_hint for f in t.fields] == ["x", "y"]
+    assert dict(t.fields())["elements"] == (x, y)
+
+    class Renamer(relax.PyExprMutator):
+        def visit_tuple_(self, op):
+            return relax.Tuple([self.visit_expr(f) for f in op.fields])
+
+    assert structural_equal(Renamer().visit_expr(t), t)

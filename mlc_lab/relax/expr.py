@@ -192,10 +192,15 @@ def const(value, dtype: Optional[str] = None) -> Constant:
 
 @node
 class Tuple(Expr):
-    """A tuple of expressions. Its items are ``elements`` (TVM calls them ``fields``, a name every
-    node here already uses for its ``fields()`` method); ``t[i]`` and ``len(t)`` read them."""
+    """A tuple of expressions. Its items are ``elements``, also readable as ``fields`` (the
+    reference compiler's name: ``for f in t.fields``, ``t.fields[0]``), which stays callable like
+    every node's ``fields()`` method; ``t[i]`` and ``len(t)`` read them too."""
     elements: tuple
     struct_info: Optional[StructInfo] = None
+
+    @property
+    def fields(self) -> "_Fields":
+        return _Fields(self)
 
     def __post_init__(self):
         fields = tuple(as_expr(f) for f in self.elements)
@@ -208,6 +213,19 @@ class Tuple(Expr):
 
     def __getitem__(self, index: int) -> Expr:
         return self.elements[index]
+
+
+class _Fields(tuple):
+    """A Tuple's elements that can also be called, as ``fields()`` of any node is, for its
+    (name, value) pairs."""
+
+    def __new__(cls, node: "Tuple"):
+        out = super().__new__(cls, node.elements)
+        out._node = node
+        return out
+
+    def __call__(self):
+        return Expr.fields(self._node)
 
 
 @node
