@@ -409,3 +409,22 @@ def test_a_masked_softmax_over_a_symbolic_length_is_scheduled_and_right():
         z = s * np.float32(0.125) + np.triu(np.full((length, length), -1e9, "float32"), 1)
         e = np.exp(z - z.max(-1, keepdims=True))
         np.testing.assert_allclose(run(ex, s), e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_a_softmax_over_a_symbolic_length_runs_in_whole_vectors():
+    """The row max and sum split with a guard into vector partial results, the elementwise
+    steps into guarded vectors; lowering keeps each guard to the last, partial vector."""
+    from mlc_lab.tir.transform.pipeline import lower
+    n = tir.Var("n", "int64")
+    ex = relax.build(graph([(3, n, n)], lambda s: R.nn.softmax(s)), "llvm")
+    kernel = next(f for f in ex.mod.functions.values() if isinstance(f, tir.PrimFunc))
+    vector_stores = []
+    post_order_visit(lower(kernel).functions[next(iter(lower(kernel).functions))].body,
+                     lambda node: vector_stores.append(node.buffer.name)
+                     if isinstance(node, tir.BufferStore) and "x" in node.value.dtype else None)
+    assert {"T_softmax_maxelem_rf", "T_softmax_expsum_rf", "T_softmax_norm"} <= set(vector_stores)
+    rng = np.random.default_rng(5)
+    for length in (1, 15, 16, 17, 40):
+        s = (3 * rng.standard_normal((3, length, length))).astype("float32")
+        e = np.exp(s - s.max(-1, keepdims=True))
+        np.testing.assert_allclose(run(ex, s), e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)

@@ -244,3 +244,30 @@ def test_an_allocated_buffer_may_be_padded():
     r = np.zeros(12, "int32")
     mlc_lab.build(sch.mod, target="python")(a, b, r)
     np.testing.assert_array_equal(r, (a * b).sum(1))
+
+
+def test_a_guarded_split_of_a_reduction_still_vectorizes_its_partial_sums():
+    """The T.where of a split that does not divide only takes iterations away: the lanes of the
+    rfactor block's partial sums stay apart, so vectorize accepts them, and the sums are right."""
+    from mlc_lab import te
+    n = tir.Var("n", "int64")
+    A = te.placeholder((4, n), "float32", name="A")
+    k = te.reduce_axis((0, n), name="k")
+    B = te.compute((4,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    func = te.create_prim_func([A, B])
+    sch = tir.Schedule(func)
+    _, inner = sch.split(sch.get_loops(sch.get_block("B"))[-1], [None, 8])
+    partial = sch.rfactor(inner, 1)
+    sch.vectorize(sch.get_loops(partial)[-1])
+    built, plain = mlc_lab.build(sch.mod, "llvm"), mlc_lab.build(func, "llvm")
+
+    def run(f, a):
+        out = mlc_lab.nd.array(np.full(4, 7, "float32"))
+        f(mlc_lab.nd.array(a), out)
+        return out.numpy()
+
+    for length in (0, 3, 8, 29):   # n = 0: neither runs the block, B keeps what it held
+        a = np.random.default_rng(length).standard_normal((4, length)).astype("float32")
+        np.testing.assert_allclose(run(built, a), run(plain, a), rtol=1e-5, atol=1e-6)
+        if length:
+            np.testing.assert_allclose(run(built, a), a.sum(1), rtol=1e-5, atol=1e-6)

@@ -405,8 +405,10 @@ def reduce(sch, block_rv, lanes: int, parallel: bool) -> str:
     ivs, reads, col = block.iter_vars, operands(block), store_axis(block)
     reduce_at = [n for n, iv in enumerate(ivs) if iv.iter_type != "spatial"]
     k = reduce_at[-1]
-    along_k = len(reduce_at) == 1 and k == len(ivs) - 1 and sizes[k] is not None \
-        and sizes[k] % lanes == 0 and sizes[k] >= 4 * lanes \
+    # over a symbolic length too: the split guards the partial sums past the end, and lowering
+    # (partition_tail) keeps that guard to the last vector of them
+    along_k = len(reduce_at) == 1 and k == len(ivs) - 1 \
+        and (sizes[k] is None or sizes[k] % lanes == 0 and sizes[k] >= 4 * lanes) \
         and all(contiguous(r, ivs[k].var) for r in reads)
     vec = vector_width(sizes[col], lanes) if col is not None and sizes[col] is not None else 1
     if vec > 1 and all(strides(r, ivs[col].var) is not None for r in reads) \

@@ -49,9 +49,12 @@ class ForKindPrimitives:
                     f"{node.loop_var.name} may not run side by side (apply this primitive before "
                     "decompose_reduction or cache_write splits the writers)", func, [node, realize.block])
             # a reduction block must be affine in its loops (the reference compiler's
-            # "reduction block" rule); a spatial one may bind anything
+            # "reduction block" rule), so that the iterations the loop runs side by side update
+            # distinct elements; its T.where only removes iterations (a guarded split of the
+            # reduction, as over a symbolic length), and a spatial block may bind anything
             reduces = any(iv.iter_type != "spatial" for iv in realize.block.iter_vars)
-            problem = affine_problem(realize, index.loops_above(realize)) if reduces else None
+            problem = affine_problem(realize, index.loops_above(realize), predicate=False) \
+                if reduces else None
             if problem is not None:
                 raise errors.NotAffineBindingError(
                     primitive, f'reduction block "{realize.block.name_hint}" under loop '

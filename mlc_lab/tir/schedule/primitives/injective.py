@@ -78,13 +78,15 @@ def quasi_affine(value, loops) -> bool:
     return True
 
 
-def affine_problem(realize, loops, overlap: bool = False) -> str | None:
+def affine_problem(realize, loops, overlap: bool = False, predicate: bool = True) -> str | None:
     """Why the bindings of ``realize`` are not affine in ``loops`` as the reference compiler
     requires before reordering or parallelising them (None when they are): each binding must be
     quasi-affine and dense in those loops (its loop terms a mixed radix starting at 1, as split
     and fuse make them: ``i_0 * 4 + i_1``, not ``l * 16``), and each condition of its T.where
     that uses them must bound one of the bindings or a part of one (``i_0 * 4 + i_1 < 10``).
-    ``overlap=True`` lets the digits overlap (``v0 * 2 + v1``, v1 in 0..4) but not skip values."""
+    ``overlap=True`` lets the digits overlap (``v0 * 2 + v1``, v1 in 0..4) but not skip values.
+    ``predicate=False`` judges the bindings alone: a condition of the T.where only takes
+    iterations away, so it cannot make two iterations meet at one block instance."""
     bounds = [(linear_form(c.a), const_int(c.b)) for c in conjuncts(realize.predicate)
               if isinstance(c, E.LT) and const_int(c.b) is not None]
     for iv, value in zip(realize.block.iter_vars, realize.iter_values):
@@ -92,7 +94,7 @@ def affine_problem(realize, loops, overlap: bool = False) -> str | None:
             return f"{iv.var.name} = {value} is not quasi-affine"
         if not _dense(value, loops, bounds, overlap):
             return f"{iv.var.name} = {value} skips values (a multiple of a loop is not dense)"
-    for cond in conjuncts(realize.predicate):
+    for cond in conjuncts(realize.predicate) if predicate else ():
         if isinstance(cond, E.IntImm) or not any(uses_var(cond, lp.loop_var) for lp in loops):
             continue
         bounded = cond.a if isinstance(cond, (E.LT, E.LE)) else cond.b if isinstance(cond, (E.GT, E.GE)) else None
