@@ -812,3 +812,44 @@ def test_vector_tanh_is_computed_in_vectors_within_two_ulp():
     ulps = np.abs(b[finite] - want[finite]) / np.spacing(np.abs(want[finite]).astype("float32"))
     assert ulps.max() <= 2.0
     assert list(b[1000:1002]) == [1.0, -1.0] and np.isnan(b[1002]) and b[1008] == 1.0 and b[1009] == -1.0
+
+
+def test_loops_of_different_chunk_counts_back_to_back_never_hang():
+    # A worker that read the last job's ticket after its chunks ran out, then the next job's
+    # (larger) chunk count, used to claim a chunk of the new job under the old generation: the
+    # chunk ran twice, the finished count passed the number of chunks, and the caller waited
+    # forever. Sixteen threads on few cores make such a late worker common within seconds.
+    script = textwrap.dedent("""
+        import time, numpy as np, mlc_lab
+        from mlc_lab.script import from_source
+        rows = from_source('''
+        @T.prim_func
+        def rows(a: T.handle, b: T.handle):
+            T.func_attr({"global_symbol": "rows", "tir.noalias": True})
+            n = T.int64()
+            A = T.match_buffer(a, (n, 4), "float32")
+            B = T.match_buffer(b, (n,), "float32")
+            for i in T.parallel(n):
+                for k in range(4):
+                    with T.block("B"):
+                        vi, vk = T.axis.remap("SR", [i, k])
+                        with T.init():
+                            B[vi] = T.float32(0)
+                        B[vi] = B[vi] + A[vi, vk]
+        ''')
+        f = mlc_lab.build(rows, target="llvm -num-cores=16")
+        args = {n: (mlc_lab.nd.array(np.ones((n, 4), "float32")), mlc_lab.nd.empty((n,), "float32"))
+                for n in (2, 3, 5, 8, 16)}
+        deadline = time.time() + 3
+        while time.time() < deadline:
+            for n in (2, 16, 3, 8, 5, 16, 2, 8):
+                f(*args[n])
+        assert all((args[n][1].numpy() == 4).all() for n in args)
+        print("ok")
+    """)
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              timeout=60, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    except subprocess.TimeoutExpired:
+        pytest.fail("a parallel loop waited forever for a chunk that was counted twice")
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

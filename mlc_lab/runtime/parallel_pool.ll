@@ -177,6 +177,13 @@ by_self:   ; one thread, or the pool is running another caller's loop
   %self.status = call i32 @run_one(ptr %fn, i64 0, i64 %extent, ptr %env)
   ret i32 %self.status
 publish:
+  ; Close the last job's ticket first (its generation, no chunk left): a thread that read it
+  ; before it ran out, and is only now trying to claim a chunk, fails its compare-and-swap
+  ; instead of claiming a chunk of the new job under the old generation (which would run that
+  ; chunk twice and count it twice in @done, so the loop below would never see @done == %n).
+  %t0 = load atomic i64, ptr @ticket monotonic, align 8
+  %closed = or i64 %t0, 4294967295
+  store atomic i64 %closed, ptr @ticket seq_cst, align 8
   %want = mul i64 %team64, @CHUNKS_PER_THREAD@
   %more = icmp slt i64 %extent, %want
   %n = select i1 %more, i64 %extent, i64 %want
