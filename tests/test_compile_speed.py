@@ -333,3 +333,118 @@ def test_default_schedule_reuses_a_kernel_scheduled_for_the_same_machine():
     assert all(one[name] is two[name] for name in kernels)
     other = DefaultSchedule("llvm -num-cores=1")(legal)
     assert all(other[name] is not one[name] for name in kernels)
+
+
+# -- shortcuts of the lowering passes and the code generator see everything they must --------------
+@T.prim_func
+def guard_below_a_branch(a: T.handle, b: T.handle):
+    T.func_attr({"global_symbol": "guard_below_a_branch", "tir.noalias": True})
+    n = T.int64()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    for o in range((n + T.int64(7)) // T.int64(8)):
+        if n > T.int64(2):   # a statement between the loop and its guarded vector loop
+            for v in T.vectorized(T.int64(8)):
+                if o * T.int64(8) + v < n:
+                    B[o * T.int64(8) + v] = A[o * T.int64(8) + v] * T.float32(2)
+
+
+def test_partition_tail_finds_a_guarded_vector_loop_below_other_statements():
+    from mlc_lab.tir.transform.partition_tail import partition_tail
+    whole, tail = partition_tail(guard_below_a_branch).body.seq
+    assert not isinstance(whole.body.then_case.body, S.IfThenElse)   # the whole vectors: no guard
+    assert isinstance(tail.body.then_case.body, S.IfThenElse)
+    built = mlc_lab.build(guard_below_a_branch, target="llvm")
+    for n in (0, 3, 8, 13, 64):
+        a, b = RNG.standard_normal(n).astype("float32"), np.zeros(n, "float32")
+        built(a, b)
+        np.testing.assert_allclose(b, a * 2, rtol=1e-6)
+
+
+@T.prim_func
+def accumulated_tiles(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16,), "float32")):
+    T.func_attr({"global_symbol": "accumulated_tiles", "tir.noalias": True})
+    acc = T.alloc_buffer((16,), "float32", scope="local")
+    for i_0, i_1, k in T.grid(4, 4, 32):
+        with T.block("acc"):
+            vi = T.axis.spatial(16, i_0 * 4 + i_1)
+            vk = T.axis.reduce(32, k)
+            with T.init():
+                acc[vi] = T.float32(0)
+            acc[vi] = acc[vi] + A[vi, vk]
+    for i_0, i_1 in T.grid(4, 4):
+        with T.block("C"):
+            vi = T.axis.spatial(16, i_0 * 4 + i_1)
+            C[vi] = acc[vi] * T.float32(0.5)
+
+
+def test_compaction_counts_a_repeated_access_once_and_keeps_the_box():
+    # acc is stored, loaded and declared at the same index many times: the box is one element
+    # per i_1 (4 floats), whichever of the identical accesses it is read from
+    low = lower(accumulated_tiles)["accumulated_tiles"]
+    sizes = []
+    post_order = StmtExprVisitor()
+    post_order.visit_Allocate = lambda alloc: (sizes.append(alloc.buffer.shape[0].value),
+                                               post_order.generic_visit(alloc))
+    post_order.visit(low.body)
+    assert sizes == [16]   # used by two loop nests, it lives above both
+    a, c = RNG.standard_normal((16, 32)).astype("float32"), np.zeros(16, "float32")
+    mlc_lab.build(accumulated_tiles, target="llvm")(a, c)
+    np.testing.assert_allclose(c, a.sum(axis=1) * 0.5, rtol=1e-5)
+
+
+def _lowered(body, *params):
+    return tir.PrimFunc(list(params), body, attrs=_attrs({"global_symbol": "main", "tir.lowered": True}))
+
+
+def test_verify_lowered_checks_expressions_at_any_depth():
+    A = tir.decl_buffer((16,), "float32", name="A")
+    L = tir.decl_buffer((16,), "float32", name="L", scope="local")
+    i = tir.Var("i", "int32")
+    float_index = E.BufferLoad(L, (E.Cast("float32", i),))   # deep inside the stored value
+    store = S.BufferStore(A, (float_index + E.const(1.0, "float32")) * E.const(2.0, "float32"), (i,))
+    func = _lowered(S.Allocate(L, S.For(i, E.const(0), E.const(16), "serial", store)), A)
+    with pytest.raises(VerifyError, match="buffer L is indexed by a float32"):
+        verify_lowered(func)
+    ramp = E.Ramp(E.const(0), E.const(1), 4)
+    nested = E.Broadcast(ramp, 2)   # a Broadcast of a vector, inside a Select's branch
+    value = E.Select(E.const(1, "bool"), E.const(0.0, "float32x8"),
+                     E.Cast("float32x8", nested))
+    func = _lowered(S.BufferStore(A, value, (E.Ramp(E.const(0), E.const(1), 8),)), A)
+    with pytest.raises(VerifyError, match="Broadcast of a vector"):
+        verify_lowered(func)
+
+
+@T.prim_func
+def masked_scale(A: T.Buffer((8, 16), "float32"), M: T.Buffer((8, 16), "float32"),
+                 B: T.Buffer((8, 16), "float32"), s: T.float32):
+    T.func_attr({"global_symbol": "masked_scale", "tir.noalias": True})
+    for i in T.parallel(8):
+        for j in range(16):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                # s and M are used only deep inside expressions of the parallel loop's body
+                B[vi, vj] = T.if_then_else(vj < 8, A[vi, vj] * (s + M[vi, vj] * T.float32(0)),
+                                           T.float32(-1))
+
+
+def test_a_parallel_loop_captures_values_used_only_inside_expressions():
+    a, m = RNG.standard_normal((8, 16)).astype("float32"), RNG.standard_normal((8, 16)).astype("float32")
+    b = np.zeros((8, 16), "float32")
+    mlc_lab.build(masked_scale, target="llvm -num-cores=2")(a, m, b, np.float32(3.0))
+    want = np.where(np.arange(16) < 8, a * 3.0, -1.0)
+    np.testing.assert_allclose(b, want, rtol=1e-6)
+
+
+@T.prim_func
+def every_other_column(x: T.Buffer((4, 4), "float32"), out: T.Buffer((4, 4), "float32")):
+    for i, j in T.grid(4, 4):
+        with T.block("copy"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            out[vi, vj // 2 * 2] = x[vi, vj // 2 * 2]
+
+
+def test_a_copy_that_matches_ranks_but_misses_elements_is_no_reshape():
+    from mlc_lab.relax.transform.rewrite_dataflow_reshape import is_reshape
+    # each element goes to the position of its own rank, but the odd columns are never written
+    assert not is_reshape(every_other_column)

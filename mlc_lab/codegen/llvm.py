@@ -31,6 +31,7 @@ import llvmlite.binding as llvm_binding
 import llvmlite.ir as ir
 
 from .._env import debug_enabled
+from ..ir.node import Node, field_values
 from ..target import Target
 from ..tir import expr as E
 from ..tir import stmt as S
@@ -362,7 +363,24 @@ class _FreeValues(_FreeScan):
 
     def visit(self, node):
         if isinstance(node, E.PrimExpr):
-            if id(node) in self.seen:
-                return None
-            self.seen.add(id(node))   # the statement holds the node: its id stays its own
+            self.scan_expr(node)
+            return None
         return super().visit(node)
+
+    def scan_expr(self, e) -> None:
+        """What ``e`` uses (an expression binds nothing), walked directly: expressions are
+        most of a loop body."""
+        if type(e) in _CONSTANTS or id(e) in self.seen:
+            return
+        self.seen.add(id(e))   # the statement holds the node: its id stays its own
+        if isinstance(e, E.Var):
+            self.visit_Var(e)
+            return
+        for value in field_values(e):
+            if isinstance(value, E.PrimExpr):
+                self.scan_expr(value)
+            elif isinstance(value, (Node, tuple, list)):
+                super().visit(value)
+
+
+_CONSTANTS = (E.IntImm, E.FloatImm, E.StringImm)   # expressions that use nothing

@@ -75,24 +75,39 @@ def _same_ranks(block, out_indices, in_indices, shapes) -> bool:
     exts = [iv.dom.extent for iv in block.iter_vars]
     if not all(isinstance(x, E.IntImm) for x in lows + exts):
         return False
-    grids = np.meshgrid(*[np.arange(lo.value, lo.value + ext.value, dtype=np.int64)
-                          for lo, ext in zip(lows, exts)], indexing="ij")
-    count = grids[0].size
+    # one axis per iterator (sparse): an index evaluates to an array over the iterators it
+    # uses, and only the ranks compared at the end are spread over the whole domain
+    grid = tuple(ext.value for ext in exts)
+    count = int(np.prod(grid))
     if count != int(np.prod(shapes[1])):
         return False
-    evaluator = hooks.need("runtime.evaluator")({iv.var: g.ravel() for iv, g in zip(block.iter_vars, grids)}, {})
+    axes = np.meshgrid(*[np.arange(lo.value, lo.value + ext.value, dtype=np.int64)
+                         for lo, ext in zip(lows, exts)], indexing="ij", sparse=True)
+    evaluator = hooks.need("runtime.evaluator")({iv.var: a for iv, a in zip(block.iter_vars, axes)}, {})
     try:
         ranks = []
         for indices, shape in ((out_indices, shapes[1]), (in_indices, shapes[0])):
-            cols = [np.broadcast_to(np.asarray(evaluator.eval(i), np.int64), (count,)) for i in indices]
+            cols = [np.asarray(evaluator.eval(i), np.int64) for i in indices]
             if any((c < 0).any() or (c >= n).any() for c, n in zip(cols, shape)):
                 return False
-            ranks.append(np.ravel_multi_index(cols, shape) if cols else np.zeros(count, np.int64))
+            rank = np.zeros((), np.int64)
+            for c, stride in zip(cols, _row_major_strides(shape)):
+                rank = rank + c * stride
+            ranks.append(np.broadcast_to(rank, grid))
     except RuntimeError:
         return False
     out_rank, in_rank = ranks
     # ranks lie in [0, count) (checked above): every one reached once when none is reached twice
-    return bool(np.array_equal(out_rank, in_rank)) and int(np.bincount(out_rank, minlength=count).max()) == 1
+    return bool(np.array_equal(out_rank, in_rank)) \
+        and int(np.bincount(out_rank.ravel(), minlength=count).max()) == 1
+
+
+def _row_major_strides(shape) -> list:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return strides[::-1]
 
 
 class _Rewriter(ExprMutator):

@@ -37,8 +37,8 @@ from ...arith.simplify import linear_form
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..functor import StmtExprMutator
-from ..stmt_functor import free_vars, post_order_visit, substitute
+from ..functor import StmtExprMutator, StmtExprVisitor
+from ..stmt_functor import free_vars, substitute
 from .prim_func_pass import is_const, prim_func_pass
 
 
@@ -55,14 +55,25 @@ class _Statements(StmtExprMutator):
 
 
 class _Partition(_Statements):
+    def __init__(self):
+        super().__init__()
+        self.guarded = 0   # guarded vector loops met so far: a loop with none inside is left alone
+
     def visit_For(self, loop):
+        before = self.guarded
         loop = self.generic_visit(loop)
-        if loop.kind not in ("serial", "parallel") or not is_const(loop.min, 0):
+        if _is_guarded_vector_loop(loop):
+            self.guarded += 1
+        if loop.kind not in ("serial", "parallel") or not is_const(loop.min, 0) \
+                or self.guarded == before:
+            return loop
+        candidates = _guarded_vector_loops(loop.body)
+        if not candidates:
             return loop
         inner = _defined_inside(loop.body)
         guards = {}   # id(IfThenElse) -> its then_case
         limits = []
-        for vector, guard in _guarded_vector_loops(loop.body):
+        for vector, guard in candidates:
             limit = _full_iterations(guard.condition, loop.loop_var, vector, inner)
             if limit is not None:
                 guards[id(guard)] = guard.then_case
@@ -100,13 +111,17 @@ def _guarded_vector_loops(body) -> list:
     found = []
 
     def visit(node):
-        if isinstance(node, S.For) and node.kind == "vectorized" and is_const(node.extent) \
-                and is_const(node.min, 0) and isinstance(node.body, S.IfThenElse) \
-                and node.body.else_case is None:
+        if _is_guarded_vector_loop(node):
             found.append((node, node.body))
 
-    post_order_visit(body, visit)
+    _StatementWalk(visit).visit(body)
     return found
+
+
+def _is_guarded_vector_loop(node) -> bool:
+    return isinstance(node, S.For) and node.kind == "vectorized" and is_const(node.extent) \
+        and is_const(node.min, 0) and isinstance(node.body, S.IfThenElse) \
+        and node.body.else_case is None
 
 
 def _defined_inside(body) -> set:
@@ -119,8 +134,27 @@ def _defined_inside(body) -> set:
         elif isinstance(node, S.LetStmt):
             defined.add(node.var)
 
-    post_order_visit(body, visit)
+    _StatementWalk(visit).visit(body)
     return defined
+
+
+class _StatementWalk(StmtExprVisitor):
+    """Calls ``fvisit`` on every statement, children before parents; loops, lets and guards are
+    statements, so the walk never enters an expression or a buffer."""
+
+    def __init__(self, fvisit):
+        self.fvisit = fvisit
+
+    def visit_PrimExpr(self, e):
+        return None
+
+    def visit_Buffer(self, buffer):
+        return None
+
+    def generic_visit(self, node):
+        super().generic_visit(node)
+        if isinstance(node, S.Stmt):
+            self.fvisit(node)
 
 
 def _full_iterations(cond, outer: E.Var, vector: S.For, inner: set):

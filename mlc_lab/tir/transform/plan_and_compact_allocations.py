@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ...arith import can_prove, simplify
 from ...arith.bound import int_bound
+from ...arith.simplify import atom_key
+from ...arith.simplify_memo import current_memo
 from .. import expr as E
 from .. import stmt as S
 from ..buffer import Buffer, storage_rank
@@ -226,11 +228,20 @@ def _first_loop_reading_earlier_iterations(common: list, owner_at: int, uses: li
 
 def _hull(uses: list, depth: int, known: dict, relaxed=()):
     """The union of the uses' boxes with every loop deeper than ``depth`` scopes relaxed, and the
-    loops ``relaxed``."""
+    loops ``relaxed``. A use that repeats another (the same box and guards, structurally, under
+    the same relaxed loops: a block's declared region and its store, say) adds nothing."""
     box = None
+    memo = current_memo()
+    keys = memo.keys if memo is not None else {}
+    seen = set()
     for use in uses:
-        inner = {s.loop_var: loop_range(s) for s in (*use.path[depth:], *relaxed)
-                 if isinstance(s, S.For)}
+        loops = [s for s in (*use.path[depth:], *relaxed) if isinstance(s, S.For)]
+        signature = (tuple(id(s) for s in loops), atom_key(tuple(use.box), keys),
+                     atom_key(use.guards, keys))
+        if signature in seen:
+            continue
+        seen.add(signature)
+        inner = {s.loop_var: loop_range(s) for s in loops}
         use_box = [_relax_dim(lo, hi, inner, known, use.guards) for lo, hi in use.box]
         box = use_box if box is None else [_union(a, b, known) for a, b in zip(box, use_box)]
     return box

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 
 from ...ir.module import IRModule
+from ...ir.node import Node, field_values
 from .. import dtype as dt
 from .. import expr as E
 from .. import stmt as S
@@ -68,7 +69,10 @@ class _Checker(StmtExprVisitor):
                           self.name, node, rule)
 
     def visit(self, node):
-        if isinstance(node, (E.PrimExpr, Buffer)):
+        if isinstance(node, E.PrimExpr):
+            self.check_expr(node)
+            return None
+        if isinstance(node, Buffer):
             if id(node) in self.checked:
                 return None
             self.checked.add(id(node))   # the function holds the node: its id stays its own
@@ -78,6 +82,24 @@ class _Checker(StmtExprVisitor):
             self.fail(f"a {type(node).__name__} is left", node,
                       "lowered code holds only loops, ifs, lets, sequences, stores, evaluates and allocates")
         return super().visit(node)
+
+    def check_expr(self, e) -> None:
+        """The rules for ``e`` and everything in it, parents first. Expressions are most of a
+        lowered function: they are walked here directly rather than through ``visit``."""
+        if id(e) in self.checked:
+            return
+        self.checked.add(id(e))   # the function holds the node: its id stays its own
+        rule = _EXPR_RULES.get(type(e), _UNKNOWN)
+        if rule is _UNKNOWN:
+            rule = _EXPR_RULES[type(e)] = next(
+                (_EXPR_RULES[base] for base in type(e).__mro__ if _EXPR_RULES.get(base)), None)
+        if rule is not None:
+            rule(self, e)
+        for value in field_values(e):
+            if isinstance(value, E.PrimExpr):
+                self.check_expr(value)
+            elif isinstance(value, (Node, tuple, list)):
+                self.visit(value)
 
     def check_flat(self, buffer: Buffer, node) -> None:
         if self.flat and (buffer.ndim != 1 or buffer.strides):
@@ -104,9 +126,8 @@ class _Checker(StmtExprVisitor):
             self.fail(f"buffer {buffer.name} is indexed by a {indices[0].dtype}", node, "indices are integers")
         return _lanes(indices[0].dtype)
 
-    def visit_BufferLoad(self, load):
+    def check_load(self, load):
         self.access(load.buffer, load.indices, load)
-        self.generic_visit(load)
 
     def visit_BufferStore(self, store):
         lanes = self.access(store.buffer, store.indices, store)
@@ -118,21 +139,25 @@ class _Checker(StmtExprVisitor):
                       f"{store.buffer.name}", store, "stored values have the buffer's dtype")
         self.generic_visit(store)
 
-    def visit_Ramp(self, ramp):
+    def check_ramp(self, ramp):
         if _lanes(ramp.base.dtype) != 1 or _lanes(ramp.stride.dtype) != 1 or ramp.base.dtype != ramp.stride.dtype:
             self.fail("a Ramp needs a scalar base and stride of one dtype", ramp, "Ramp operands are scalars")
-        self.generic_visit(ramp)
 
-    def visit_Broadcast(self, bc):
+    def check_broadcast(self, bc):
         if _lanes(bc.value.dtype) != 1:
             self.fail("a Broadcast of a vector", bc, "Broadcast takes a scalar")
-        self.generic_visit(bc)
 
-    def visit_BinaryOp(self, e):
+    def check_binary(self, e):
         if e.a.dtype != e.b.dtype:
             self.fail(f"operands of {type(e).__name__} are {e.a.dtype} and {e.b.dtype}", e,
                       "binary operands share one dtype")
-        self.generic_visit(e)
+
+
+# expression class -> its rule (a _Checker method; a class without one of its own takes its
+# nearest base's, None when no base has one), filled in as classes are met
+_UNKNOWN = object()
+_EXPR_RULES: dict = {E.BufferLoad: _Checker.check_load, E.Ramp: _Checker.check_ramp,
+                     E.Broadcast: _Checker.check_broadcast, E.BinaryOp: _Checker.check_binary}
 
 
 def _block_name(node) -> str:
