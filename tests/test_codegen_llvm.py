@@ -853,3 +853,33 @@ def test_loops_of_different_chunk_counts_back_to_back_never_hang():
     except subprocess.TimeoutExpired:
         pytest.fail("a parallel loop waited forever for a chunk that was counted twice")
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+@T.prim_func
+def _erf_vectors(a: T.handle, b: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (n * 16,), "float32")
+    B = T.match_buffer(b, (n * 16,), "float32")
+    for i0 in range(n):
+        for i1 in T.vectorized(16):
+            with T.block("B"):
+                vi = T.axis.spatial(n * 16, i0 * 16 + i1)
+                B[vi] = T.erf(A[vi])
+
+
+def test_vector_erf_is_computed_in_vectors_within_three_ulp():
+    lib = mlc_lab.build(_erf_vectors, "llvm")
+    assert "erff" not in lib.get_source("asm")
+    specials = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1.0, -1.0, 0.99999994, 3.925, -3.93, 1e-30, -2e-8,
+                0.4749, 2.5, 9.0, -40.0]
+    a = np.concatenate([np.linspace(-4.5, 4.5, 90_000), np.geomspace(1e-6, 1, 4_000), specials]
+                       ).astype("float32")
+    b = np.empty_like(a)
+    lib["_erf_vectors"](a, b)
+    want = np.vectorize(math.erf)(a.astype("float64"))
+    finite = np.isfinite(a) & (want != 0)
+    ulps = np.abs(b[finite] - want[finite]) / np.spacing(np.abs(want[finite]).astype("float32"))
+    assert ulps.max() <= 3.0, (a[finite][ulps.argmax()], ulps.max())
+    tail = b[-len(specials):]
+    assert list(tail[:2]) == [1.0, -1.0] and np.isnan(tail[2]) and tail[3] == 0 and tail[4] == 0
+    assert list(tail[-2:]) == [1.0, -1.0] and np.signbit(tail[4])

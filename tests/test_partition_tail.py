@@ -126,23 +126,27 @@ def test_the_loop_extent_still_bounds_the_whole_vectors():
         np.testing.assert_array_equal(run(sch.mod, [a], (n,)), want)
 
 
-def test_a_guard_that_does_not_fit_is_left_alone():
-    """An else branch, or a bound that changes inside the loop, keeps the guarded loop as it was."""
+def test_a_guard_with_an_else_branch_is_left_alone():
+    """The else branch runs on the lanes past the end: the loop stays as it was, and right."""
     @T.prim_func
-    def two_sided(a: T.handle, b: T.handle):
+    def two_sided(a: T.handle, b: T.handle, c: T.handle):
         T.func_attr({"global_symbol": "two_sided", "tir.noalias": True})
         n = T.int64()
         A = T.match_buffer(a, (n,), "float32")
         B = T.match_buffer(b, (n,), "float32")
+        C = T.match_buffer(c, ((n + 7) // 8 * 8,), "float32")
         for o in range((n + 7) // 8):
-            for v in T.vectorized(8):
+            for v in T.vectorized(T.int64(8)):
                 if o * 8 + v < n:
                     B[o * 8 + v] = A[o * 8 + v]
                 else:
-                    T.evaluate(0)
+                    C[o * 8 + v] = T.float32(1)
 
-    lowered = lower(two_sided)["two_sided"]
-    assert not vectorized(lowered)[1]
+    assert not vectorized(lower(two_sided)["two_sided"])[1]
+    f = mlc_lab.build(two_sided, "llvm")
     for n in (0, 3, 16, 21):
-        a = np.arange(n, dtype="float32")
-        np.testing.assert_array_equal(run(two_sided, [a], (n,)), a)
+        a, b, c = np.arange(n, dtype="float32"), np.zeros(n, "float32"), np.zeros((n + 7) // 8 * 8, "float32")
+        args = [mlc_lab.nd.array(x) for x in (a, b, c)]
+        f(*args)
+        np.testing.assert_array_equal(args[1].numpy(), a)
+        np.testing.assert_array_equal(args[2].numpy(), (np.arange(len(c)) >= n).astype("float32"))

@@ -13,12 +13,15 @@ import llvmlite.ir as ir
 
 from ..tir import dtype as dt
 from ..tir import expr as E
-from .llvm_vmath import exp_f32, tanh_f32
+from .llvm_vmath import erf_f32, exp_f32, tanh_f32
 from ..tir.buffer import BUFFER_DATA
 from ..tir.extern import extern_math
 from .llvm_extern import POINTER_BUILTINS, ExternCalls
 
 _FLOATS = {"float16": ir.HalfType(), "float32": ir.FloatType(), "float64": ir.DoubleType()}
+
+# float32 vector functions computed lane by lane in LLVM IR (llvm_vmath), not by a libm call per lane
+VECTOR_MATH = {"exp": exp_f32, "tanh": tanh_f32, "erf": erf_f32}
 
 
 def scalar_type(dtype: str, in_memory: bool = False) -> ir.Type:
@@ -358,8 +361,8 @@ class ExprEmitter(ExternCalls):
         typ = args[0].type
         if op == "abs":
             op = "fabs"
-        if op in ("exp", "tanh") and isinstance(typ, ir.VectorType) and str(typ.element) == "float":
-            vector_math = exp_f32 if op == "exp" else tanh_f32
+        if op in VECTOR_MATH and isinstance(typ, ir.VectorType) and str(typ.element) == "float":
+            vector_math = VECTOR_MATH[op]
             return vector_math(b, args[0], lambda v: self.math("floor", [v], dtype),
                                ("fast",) if self.options["fast-math"] else ("contract",))
         if op in _LLVM_MATH:

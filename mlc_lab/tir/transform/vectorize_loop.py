@@ -166,6 +166,10 @@ class _Vectorizer:
 
     def cast(self, e):
         v = self.expr(e.value)
+        if isinstance(v, E.Ramp) and _widens(v.base.dtype, e.dtype):
+            # an int32 lane variable indexing an int64 buffer: still consecutive lanes
+            widen = lambda x: E.IntImm(e.dtype, x.value) if is_const(x) else E.Cast(e.dtype, x)
+            return _ramp(widen(v.base), widen(v.stride), v.lanes)
         return E.Cast(dt.with_lanes(e.dtype, _lanes(v.dtype)), v)
 
     def not_(self, e):
@@ -206,6 +210,13 @@ class _Vectorizer:
 
     def vector(self, e):
         raise NotVectorizable("the body already holds vector expressions")
+
+
+def _widens(source: str, target: str) -> bool:
+    """A cast from integer type ``source`` to ``target`` keeps every value (same signedness,
+    at least as wide)."""
+    return dt.is_int(source) and dt.is_int(target) and dt.bits(target) >= dt.bits(source) \
+        and source.startswith("u") == target.startswith("u")
 
 
 def _ramp(base, stride, lanes):
