@@ -90,24 +90,14 @@ def _same_ranks(block, out_indices, in_indices, shapes) -> bool:
             cols = [np.asarray(evaluator.eval(i), np.int64) for i in indices]
             if any((c < 0).any() or (c >= n).any() for c, n in zip(cols, shape)):
                 return False
-            rank = np.zeros((), np.int64)
-            for c, stride in zip(cols, _row_major_strides(shape)):
-                rank = rank + c * stride
-            ranks.append(np.broadcast_to(rank, grid))
+            rank = np.ravel_multi_index(cols, shape) if cols else np.zeros((), np.int64)
+            ranks.append(np.broadcast_to(rank, grid))   # ravel_multi_index broadcasts the axes
     except RuntimeError:
         return False
     out_rank, in_rank = ranks
     # ranks lie in [0, count) (checked above): every one reached once when none is reached twice
     return bool(np.array_equal(out_rank, in_rank)) \
         and int(np.bincount(out_rank.ravel(), minlength=count).max()) == 1
-
-
-def _row_major_strides(shape) -> list:
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return strides[::-1]
 
 
 class _Rewriter(ExprMutator):

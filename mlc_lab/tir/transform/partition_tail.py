@@ -37,8 +37,9 @@ from ...arith.simplify import linear_form
 from .. import expr as E
 from .. import stmt as S
 from ..function import PrimFunc
-from ..functor import StmtExprMutator, StmtExprVisitor
-from ..stmt_functor import free_vars, substitute
+from ..buffer import Buffer
+from ..functor import StmtExprMutator
+from ..stmt_functor import free_vars, pre_order_visit, substitute
 from .prim_func_pass import is_const, prim_func_pass
 
 
@@ -67,10 +68,13 @@ class _Partition(_Statements):
         if loop.kind not in ("serial", "parallel") or not is_const(loop.min, 0) \
                 or self.guarded == before:
             return loop
-        candidates = _guarded_vector_loops(loop.body)
+        statements = _statements(loop.body)
+        candidates = [(s, s.body) for s in statements if _is_guarded_vector_loop(s)]
         if not candidates:
             return loop
-        inner = _defined_inside(loop.body)
+        # the variables that loops and lets inside the loop define
+        inner = {s.loop_var if isinstance(s, S.For) else s.var for s in statements
+                 if isinstance(s, (S.For, S.LetStmt))}
         guards = {}   # id(IfThenElse) -> its then_case
         limits = []
         for vector, guard in candidates:
@@ -105,56 +109,26 @@ class _Unguard(_Statements):
         return self.visit(body) if body is not None else self.generic_visit(s)
 
 
-def _guarded_vector_loops(body) -> list:
-    """(vectorized loop, its guard) for each vectorized loop of constant extent in ``body`` whose
-    whole body is an if without else."""
+def _statements(body) -> list:
+    """Every statement in ``body``; loops, lets and guards are statements, so the walk never
+    enters an expression or a buffer."""
     found = []
 
     def visit(node):
-        if _is_guarded_vector_loop(node):
-            found.append((node, node.body))
+        if isinstance(node, S.Stmt):
+            found.append(node)
+            return True
+        return not isinstance(node, (E.PrimExpr, Buffer))
 
-    _StatementWalk(visit).visit(body)
+    pre_order_visit(body, visit)
     return found
 
 
 def _is_guarded_vector_loop(node) -> bool:
+    """A vectorized loop of constant extent whose whole body is an if without else."""
     return isinstance(node, S.For) and node.kind == "vectorized" and is_const(node.extent) \
         and is_const(node.min, 0) and isinstance(node.body, S.IfThenElse) \
         and node.body.else_case is None
-
-
-def _defined_inside(body) -> set:
-    """The variables that loops and lets inside ``body`` define."""
-    defined = set()
-
-    def visit(node):
-        if isinstance(node, S.For):
-            defined.add(node.loop_var)
-        elif isinstance(node, S.LetStmt):
-            defined.add(node.var)
-
-    _StatementWalk(visit).visit(body)
-    return defined
-
-
-class _StatementWalk(StmtExprVisitor):
-    """Calls ``fvisit`` on every statement, children before parents; loops, lets and guards are
-    statements, so the walk never enters an expression or a buffer."""
-
-    def __init__(self, fvisit):
-        self.fvisit = fvisit
-
-    def visit_PrimExpr(self, e):
-        return None
-
-    def visit_Buffer(self, buffer):
-        return None
-
-    def generic_visit(self, node):
-        super().generic_visit(node)
-        if isinstance(node, S.Stmt):
-            self.fvisit(node)
 
 
 def _full_iterations(cond, outer: E.Var, vector: S.For, inner: set):
